@@ -1,0 +1,33 @@
+"""Exception types: every error a user can trigger is one of these, with a message that says what to do."""
+
+
+class NpuSimError(Exception):
+    """Base class of every error npu_sim_bridge raises on purpose."""
+
+
+class ConfigError(NpuSimError, ValueError):
+    """A parameter_map key, value or combination of options is invalid."""
+
+
+class GraphValidationError(NpuSimError):
+    """A GraphDef is malformed: duplicate names, dangling inputs or an illegal cycle."""
+
+
+class PassError(NpuSimError):
+    """A pass of the pipeline failed; the message names the pass."""
+
+    def __init__(self, pass_name, message):
+        super().__init__(f"pass {pass_name!r} failed: {message}")
+        self.pass_name = pass_name
+
+
+class OpsInfoError(NpuSimError):
+    """The operator library folder or one of its files is missing or malformed."""
+
+
+class UnsupportedGraphError(NpuSimError):
+    """The graph uses something the simulated device cannot handle."""
+
+
+class NativeBuildError(NpuSimError):
+    """The native NpuOptimizer shim could not be built or loaded."""
