@@ -1,0 +1,1 @@
+"""The npu-sim command line: thin subcommands over the library."""

@@ -1,0 +1,49 @@
+"""Parsing and formatting of GraphDef input strings: "node", "node:1" and "^node"."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+CONTROL_PORT = -1
+
+
+class TensorRef(NamedTuple):
+    """One input of a node: a producer node and its output port (-1 for a control edge)."""
+
+    node: str
+    port: int
+
+    @property
+    def is_control(self) -> bool:
+        return self.port == CONTROL_PORT
+
+    def __str__(self) -> str:
+        return format_input(self)
+
+
+def is_control_input(text: str) -> bool:
+    return text.startswith("^")
+
+
+def parse_input(text: str) -> TensorRef:
+    """Parse a GraphDef input string; "x" and "x:0" are the same tensor."""
+    if text.startswith("^"):
+        return TensorRef(text[1:], CONTROL_PORT)
+    name, sep, port = text.rpartition(":")
+    if sep and port.isdigit():
+        return TensorRef(name, int(port))
+    return TensorRef(text, 0)
+
+
+def format_input(ref: TensorRef) -> str:
+    """The canonical GraphDef spelling: "^x" for control, "x" for port 0, else "x:N"."""
+    if ref.port == CONTROL_PORT:
+        return "^" + ref.node
+    if ref.port == 0:
+        return ref.node
+    return f"{ref.node}:{ref.port}"
+
+
+def node_name(text: str) -> str:
+    """The node part of a tensor or input name ("^a", "a:1" -> "a")."""
+    return parse_input(text).node

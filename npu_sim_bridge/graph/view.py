@@ -1,0 +1,189 @@
+"""GraphView: a GraphDef with name and consumer indexes that every pass shares and mutates.
+
+All mutation goes through the view's methods so the indexes never drift from the GraphDef:
+`add_node`, `remove_node`, `set_input`, `add_input`, `remove_input` and `replace_uses`.
+Removed nodes are dropped from the GraphDef in one sweep by `compact()` (called by `to_graph_def`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Iterator
+
+from tensorflow.core.framework import graph_pb2, node_def_pb2
+
+from npu_sim_bridge.errors import GraphValidationError
+from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
+
+
+class GraphView:
+    """Indexed, mutable view of one GraphDef (which it owns and edits in place)."""
+
+    def __init__(self, graph_def: graph_pb2.GraphDef):
+        self._graph_def = graph_def
+        self._removed: set[str] = set()
+        self._reindex()
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def graph_def(self) -> graph_pb2.GraphDef:
+        """The underlying GraphDef; may still hold removed nodes until `compact()`."""
+        return self._graph_def
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._nodes
+
+    def nodes(self) -> Iterator[node_def_pb2.NodeDef]:
+        """Live nodes in GraphDef order."""
+        for node in self._graph_def.node:
+            if node.name not in self._removed:
+                yield node
+
+    def node(self, name: str) -> node_def_pb2.NodeDef:
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in the graph") from None
+
+    def get(self, name: str) -> node_def_pb2.NodeDef | None:
+        return self._nodes.get(name)
+
+    def inputs(self, name: str) -> list[TensorRef]:
+        """Every input of a node, data inputs first, as written in the NodeDef."""
+        return [parse_input(text) for text in self._nodes[name].input]
+
+    def data_inputs(self, name: str) -> list[TensorRef]:
+        return [ref for ref in self.inputs(name) if not ref.is_control]
+
+    def consumers(self, name: str) -> list[str]:
+        """Names of nodes with at least one edge (data or control) from `name`, sorted."""
+        return sorted(self._consumers.get(name, ()))
+
+    def data_consumers(self, ref: TensorRef) -> list[tuple[str, int]]:
+        """(consumer name, input index) for every data edge reading tensor `ref`."""
+        found = []
+        for consumer in self.consumers(ref.node):
+            for index, text in enumerate(self._nodes[consumer].input):
+                if parse_input(text) == ref:
+                    found.append((consumer, index))
+        return found
+
+    def unique_name(self, base: str) -> str:
+        """`base` if unused, else `base_1`, `base_2`, ... (deterministic)."""
+        if base not in self._nodes and base not in self._removed:
+            return base
+        suffix = 1
+        while f"{base}_{suffix}" in self._nodes or f"{base}_{suffix}" in self._removed:
+            suffix += 1
+        return f"{base}_{suffix}"
+
+    # --------------------------------------------------------------- mutators
+    def add_node(self, node: node_def_pb2.NodeDef) -> node_def_pb2.NodeDef:
+        """Append a copy of `node`; its name must be new. Returns the stored NodeDef."""
+        if node.name in self._nodes:
+            raise GraphValidationError(f"cannot add node {node.name!r}: the name is taken")
+        self._removed.discard(node.name)
+        stored = self._graph_def.node.add()
+        stored.CopyFrom(node)
+        self._nodes[stored.name] = stored
+        for text in stored.input:
+            self._link(parse_input(text).node, stored.name)
+        return stored
+
+    def remove_node(self, name: str) -> None:
+        """Remove a node that no other node reads (rewire its consumers first)."""
+        users = self.consumers(name)
+        if users:
+            raise GraphValidationError(
+                f"cannot remove node {name!r}: still read by {', '.join(users[:5])}")
+        node = self._nodes.pop(name)
+        for text in node.input:
+            self._unlink(parse_input(text).node, name)
+        self._consumers.pop(name, None)
+        self._removed.add(name)
+
+    def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
+        node = self._nodes[name]
+        new = ref if isinstance(ref, str) else format_input(ref)
+        self._unlink(parse_input(node.input[index]).node, name)
+        node.input[index] = new
+        self._link(parse_input(new).node, name)
+
+    def add_input(self, name: str, ref: TensorRef | str) -> None:
+        """Add an input; control inputs go last, data inputs before the first control input."""
+        node = self._nodes[name]
+        text = ref if isinstance(ref, str) else format_input(ref)
+        if text.startswith("^"):
+            if text in node.input:
+                return
+            node.input.append(text)
+        else:
+            position = next(
+                (i for i, old in enumerate(node.input) if old.startswith("^")), len(node.input))
+            node.input.insert(position, text)
+        self._link(parse_input(text).node, name)
+
+    def remove_input(self, name: str, index: int) -> None:
+        node = self._nodes[name]
+        producer = parse_input(node.input[index]).node
+        del node.input[index]
+        self._unlink(producer, name)
+
+    def replace_uses(self, old: TensorRef, new: TensorRef,
+                     exclude: Iterable[str] = ()) -> int:
+        """Point every data edge reading `old` at `new` (except in `exclude`); returns the count."""
+        skip = set(exclude)
+        count = 0
+        for consumer, index in self.data_consumers(old):
+            if consumer not in skip:
+                self.set_input(consumer, index, new)
+                count += 1
+        return count
+
+    def compact(self) -> None:
+        """Drop removed nodes from the GraphDef and rebuild the indexes over the new storage."""
+        if not self._removed:
+            return
+        kept = [node for node in self._graph_def.node if node.name not in self._removed]
+        del self._graph_def.node[:]
+        self._graph_def.node.extend(kept)
+        self._removed.clear()
+        self._reindex()
+
+    def to_graph_def(self) -> graph_pb2.GraphDef:
+        self.compact()
+        return self._graph_def
+
+    # -------------------------------------------------------------- internals
+    def _reindex(self) -> None:
+        self._nodes: dict[str, node_def_pb2.NodeDef] = {}
+        self._consumers: dict[str, dict[str, int]] = defaultdict(dict)
+        duplicates = []
+        for node in self._graph_def.node:
+            if node.name in self._removed:
+                continue
+            if node.name in self._nodes:
+                duplicates.append(node.name)
+            self._nodes[node.name] = node
+        if duplicates:
+            raise GraphValidationError(
+                "the graph has duplicate node names: " + ", ".join(sorted(set(duplicates))[:10]))
+        for node in self._nodes.values():
+            for text in node.input:
+                self._link(parse_input(text).node, node.name)
+
+    def _link(self, producer: str, consumer: str) -> None:
+        edges = self._consumers[producer]
+        edges[consumer] = edges.get(consumer, 0) + 1
+
+    def _unlink(self, producer: str, consumer: str) -> None:
+        edges = self._consumers.get(producer)
+        if not edges or consumer not in edges:
+            return
+        if edges[consumer] <= 1:
+            del edges[consumer]
+        else:
+            edges[consumer] -= 1

@@ -1,0 +1,5 @@
+"""The native NpuOptimizer shim: its C++ source, its build into a per-user cache, and its Python entry."""
+
+from npu_sim_bridge.native.build import load_native, shim_path
+
+__all__ = ["load_native", "shim_path"]

@@ -1,0 +1,173 @@
+"""Builds the C++ NpuOptimizer shim against the installed TensorFlow and loads it into the process.
+
+The shared library is compiled once per (TensorFlow version, shim source, flags) into a private
+per-user cache directory (0700, owned by the user) and loaded with `tf.load_library`, which
+registers `NpuOptimizer` with Grappler's CustomGraphOptimizerRegistry.
+
+Cache location: $NPU_SIM_CACHE_DIR, else $XDG_CACHE_HOME/npu_sim_bridge, else ~/.cache/npu_sim_bridge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+
+from npu_sim_bridge.errors import NativeBuildError
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "npu_optimizer.cc")
+LIBRARY_NAME = "libnpu_sim_optimizer.so"
+
+_load_lock = threading.Lock()
+_loaded_path: str | None = None
+
+
+def cache_root() -> str:
+    explicit = os.environ.get("NPU_SIM_CACHE_DIR")
+    if explicit:
+        return os.path.abspath(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "npu_sim_bridge")
+
+
+def _compiler() -> str:
+    name = os.environ.get("CXX", "g++")
+    found = shutil.which(name)
+    if not found:
+        raise NativeBuildError(
+            f"no C++ compiler found (looked for {name!r}): NpuOptimizer is built against your "
+            "TensorFlow on first import. Install one (Debian/Ubuntu: apt-get install g++) or set "
+            "CXX to a compiler's path.")
+    return found
+
+
+def _build_flags() -> tuple[list[str], list[str]]:
+    import tensorflow as tf
+
+    include = tf.sysconfig.get_include()
+    header = os.path.join(include, "tensorflow", "core", "grappler", "optimizers",
+                          "custom_graph_optimizer_registry.h")
+    if not os.path.exists(header):
+        raise NativeBuildError(
+            f"TensorFlow's C++ headers are missing ({header} does not exist): install the "
+            "TensorFlow wheel from PyPI (pip install 'tensorflow-cpu==2.15.*'), which ships them.")
+    python_include = sysconfig.get_paths()["include"]
+    if not os.path.exists(os.path.join(python_include, "Python.h")):
+        raise NativeBuildError(
+            f"Python's C headers are missing ({python_include}/Python.h): install them "
+            f"(Debian/Ubuntu: apt-get install python{sys.version_info.major}."
+            f"{sys.version_info.minor}-dev).")
+    compile_flags = list(tf.sysconfig.get_compile_flags()) + [f"-I{python_include}"]
+    link_flags = list(tf.sysconfig.get_link_flags())
+    return compile_flags, link_flags
+
+
+def shim_path() -> str:
+    """Where the shim for this TensorFlow and source lives in the cache (it may not exist yet)."""
+    import tensorflow as tf
+
+    compile_flags, link_flags = _build_flags()
+    digest = hashlib.sha256()
+    with open(SOURCE, "rb") as handle:
+        digest.update(handle.read())
+    for part in [tf.__version__, sys.version, *compile_flags, *link_flags]:
+        digest.update(part.encode())
+    return os.path.join(cache_root(), "native", f"tf{tf.__version__}-{digest.hexdigest()[:16]}",
+                        LIBRARY_NAME)
+
+
+def _ensure_private_dir(path: str) -> None:
+    """Create `path` (under the cache root) as 0700; refuse directories other users can write."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    root = cache_root()
+    probe = path
+    while True:
+        info = os.stat(probe)
+        if info.st_uid != os.getuid():
+            raise NativeBuildError(
+                f"the shim cache directory {probe} belongs to another user; remove it or set "
+                "NPU_SIM_CACHE_DIR to a directory of your own")
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise NativeBuildError(
+                f"the shim cache directory {probe} is writable by other users, so a library "
+                f"loaded from it cannot be trusted; run `chmod go-w {probe}` or set "
+                "NPU_SIM_CACHE_DIR to a private directory")
+        if probe == root or os.path.dirname(probe) == probe:
+            break
+        probe = os.path.dirname(probe)
+
+
+@contextlib.contextmanager
+def _build_lock(directory: str):
+    with open(os.path.join(directory, ".lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build(force: bool = False) -> str:
+    """Compile the shim if the cache does not hold it yet; returns the library's path."""
+    target = shim_path()
+    directory = os.path.dirname(target)
+    _ensure_private_dir(directory)
+    with _build_lock(directory):
+        if os.path.exists(target) and not force:
+            return target
+        compiler = _compiler()
+        compile_flags, link_flags = _build_flags()
+        fd, partial = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=directory)
+        os.close(fd)
+        command = [compiler, "-shared", "-fPIC", "-O2", *compile_flags, SOURCE, "-o", partial,
+                   *link_flags]
+        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            os.unlink(partial)
+            raise NativeBuildError(
+                "building the NpuOptimizer shim failed:\n  " + " ".join(command) + "\n"
+                + completed.stderr[-4000:])
+        os.chmod(partial, 0o600)
+        os.replace(partial, target)
+    return target
+
+
+def load_native() -> str:
+    """Build (if needed) and load the shim once per process; returns the loaded library path."""
+    global _loaded_path
+    with _load_lock:
+        if _loaded_path is not None:
+            return _loaded_path
+        import tensorflow as tf
+
+        path = build()
+        try:
+            tf.load_library(path)
+        except Exception as err:  # tf raises NotFoundError or OSError with the loader's text
+            raise NativeBuildError(
+                f"loading the NpuOptimizer shim {path} failed: {err}. Rebuild it with "
+                "`python -m npu_sim_bridge.native.build --force`.") from err
+        _loaded_path = path
+        return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Build the NpuOptimizer shim into the cache.")
+    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    args = parser.parse_args(argv)
+    print(build(force=args.force))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

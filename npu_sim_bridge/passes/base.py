@@ -1,0 +1,75 @@
+"""The pass contract: a pass reads and edits the shared GraphView and says what it changed."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.report.model import Report
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemInfo:
+    """What Grappler (or the offline caller) says about the graph: its id and protected nodes."""
+
+    id: str = "offline"
+    fetch: tuple[str, ...] = ()
+    feed: tuple[str, ...] = ()
+    preserve: frozenset[str] = frozenset()
+    is_function: bool = False
+
+    @property
+    def protected_nodes(self) -> frozenset[str]:
+        """Node names that must keep their name and output dtypes (fetched, fed or preserved)."""
+        from npu_sim_bridge.graph.names import node_name
+
+        names = {node_name(t) for t in self.fetch} | {node_name(t) for t in self.feed}
+        return frozenset(names | set(self.preserve))
+
+
+@dataclasses.dataclass
+class PassResult:
+    """Whether the pass changed the graph, and counters for the report (e.g. casts_inserted=4)."""
+
+    changed: bool
+    stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class PassContext:
+    """Everything a pass may read or edit: the graph view, the options, the item and the report."""
+
+    view: GraphView
+    options: Any          # npu_sim_bridge.config.Options
+    item: ItemInfo
+    report: Report
+    cache: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def ops_library(self):
+        """The operator library the options name (loaded once per pipeline run)."""
+        if "ops_library" not in self.cache:
+            from npu_sim_bridge.ops_info import load_library
+
+            path = self.options.get("sim_ops_info_path") or None
+            self.cache["ops_library"] = load_library(path)
+        return self.cache["ops_library"]
+
+
+class GraphPass:
+    """Base class of every pass.
+
+    Subclasses set `name` (used by `sim_passes`, in errors and in the report) and `description`,
+    override `wanted(options)` when the pass only runs for some options, and implement `run`.
+    A pass must be idempotent: Grappler runs NpuOptimizer on each meta-optimizer iteration, so
+    running it on its own output must change nothing.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def wanted(self, options) -> bool:
+        return True
+
+    def run(self, ctx: PassContext) -> PassResult:
+        raise NotImplementedError

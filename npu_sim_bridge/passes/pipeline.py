@@ -1,0 +1,155 @@
+"""The pipeline: validate the graph, run the passes the options ask for, validate again, report.
+
+Every pass runs on one shared GraphView. A failure inside a pass is raised as PassError naming
+the pass; a graph a pass leaves malformed is a PassError too. The pipeline stamps each node it
+has processed with the `_npu_sim_seen` attribute, which shows in the executed graph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import re
+import time
+
+from tensorflow.core.framework import attr_value_pb2, graph_pb2
+
+from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError, PassError
+from npu_sim_bridge.graph.validate import validate_graph
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.passes.base import GraphPass, ItemInfo, PassContext
+from npu_sim_bridge.report import history
+from npu_sim_bridge.report.model import PassRecord, Report
+
+SEEN_ATTR = "_npu_sim_seen"
+
+_graph_counter = itertools.count(1)
+
+
+def available_passes() -> list[GraphPass]:
+    """Every pass, in the order the pipeline runs them."""
+    return [cls() for cls in _pass_classes()]
+
+
+def _pass_classes() -> list[type[GraphPass]]:
+    # Imported here so that a pass module can use the pipeline's helpers without a cycle.
+    classes: list[type[GraphPass]] = []
+    return classes
+
+
+@dataclasses.dataclass
+class PipelineResult:
+    graph_def: graph_pb2.GraphDef
+    report: Report
+
+    def __iter__(self):
+        # Allows `graph_def, report = rewrite(...)`.
+        return iter((self.graph_def, self.report))
+
+
+def selected_passes(options) -> list[GraphPass]:
+    """The passes `sim_passes` selects ('all', 'none' or a comma-separated list of names)."""
+    passes = available_passes()
+    spec = (options.get("sim_passes") or "all").strip()
+    if spec == "all":
+        return passes
+    if spec == "none":
+        return []
+    names = [part.strip() for part in spec.split(",") if part.strip()]
+    known = {p.name for p in passes}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(
+            f"option sim_passes names unknown passes {', '.join(map(repr, unknown))}; "
+            f"it should be 'all', 'none' or a comma-separated list of: {', '.join(sorted(known)) or '(none)'}")
+    return [p for p in passes if p.name in names]
+
+
+def _graph_id(item: ItemInfo) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.id)[:80] or "graph"
+    return f"{next(_graph_counter):03d}_{safe}"
+
+
+def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None = None,
+                 remember: bool = True) -> PipelineResult:
+    """Rewrite `graph_def` (a copy is made) as the options say; returns the graph and its report."""
+    started = time.perf_counter()
+    item = item or ItemInfo()
+    work = graph_pb2.GraphDef()
+    work.CopyFrom(graph_def)
+    report = Report(_graph_id(item), options.to_dict())
+    report.option_notes = options.describe()
+    for text in options.warnings:
+        report.warn(text)
+
+    try:
+        validate_graph(work, where="input graph", allow_external=_external_names(item))
+    except GraphValidationError as err:
+        raise GraphValidationError(f"NpuOptimizer cannot rewrite an invalid graph: {err}") from None
+
+    view = GraphView(work)
+    report.record_graph(view.nodes())
+    ctx = PassContext(view=view, options=options, item=item, report=report)
+    for graph_pass in selected_passes(options):
+        if not graph_pass.wanted(options):
+            continue
+        _run_one(graph_pass, ctx)
+
+    _stamp_seen(view)
+    result_graph = view.to_graph_def()
+    report.nodes_after = len(result_graph.node)
+    report.seconds = time.perf_counter() - started
+    if remember:
+        history.remember(report)
+    _write_report(report, options)
+    return PipelineResult(result_graph, report)
+
+
+def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:
+    started = time.perf_counter()
+    try:
+        result = graph_pass.run(ctx)
+    except PassError:
+        raise
+    except NpuSimError as err:
+        raise PassError(graph_pass.name, str(err)) from err
+    except Exception as err:
+        raise PassError(graph_pass.name, f"internal error {type(err).__name__}: {err}") from err
+    ctx.view.compact()
+    try:
+        validate_graph(ctx.view.graph_def, where=f"graph after pass {graph_pass.name!r}",
+                       allow_external=_external_names(ctx.item))
+    except GraphValidationError as err:
+        raise PassError(graph_pass.name, f"left an invalid graph: {err}") from err
+    ctx.report.passes.append(PassRecord(
+        name=graph_pass.name, changed=result.changed,
+        seconds=round(time.perf_counter() - started, 6), stats=dict(result.stats)))
+
+
+def _external_names(item: ItemInfo) -> frozenset[str]:
+    return frozenset()
+
+
+def _stamp_seen(view: GraphView) -> None:
+    marker = attr_value_pb2.AttrValue(b=True)
+    for node in view.nodes():
+        if SEEN_ATTR not in node.attr:
+            node.attr[SEEN_ATTR].CopyFrom(marker)
+
+
+def _write_report(report: Report, options) -> None:
+    directory = options.get("sim_report_dir")
+    if not directory:
+        return
+    try:
+        os.makedirs(directory, exist_ok=True)
+        base = os.path.join(directory, report.graph_id)
+        with open(base + ".json", "w", encoding="utf-8") as handle:
+            handle.write(report.to_json())
+        with open(base + ".txt", "w", encoding="utf-8") as handle:
+            handle.write(report.to_text())
+    except OSError as err:
+        raise ConfigError(
+            f"option sim_report_dir {directory!r}: cannot write the report there ({err}); "
+            "point it at a writable directory") from err

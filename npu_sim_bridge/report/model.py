@@ -1,0 +1,158 @@
+"""The report contract: options, warnings, summary and one decision record per node.
+
+JSON form (the contract later passes fill in):
+  {"options": {...}, "warnings": [...], "summary": {...},
+   "nodes": [{"name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason"}]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from typing import Any
+
+from tensorflow.core.framework import node_def_pb2, types_pb2
+
+# Attributes whose type value is "the" dtype of a node, in the order they are consulted.
+_DTYPE_ATTRS = ("T", "dtype", "DstT", "Tparams", "out_type")
+
+
+def node_dtype(node: node_def_pb2.NodeDef) -> str | None:
+    """The main dtype of a node as a name ('float32'), or None when it has none."""
+    for key in _DTYPE_ATTRS:
+        if key in node.attr and node.attr[key].WhichOneof("value") == "type":
+            return _dtype_name(node.attr[key].type)
+    for key in ("T", "Tin", "dtypes"):
+        if key in node.attr and node.attr[key].list.type:
+            return _dtype_name(node.attr[key].list.type[0])
+    return None
+
+
+def _dtype_name(enum_value: int) -> str:
+    name = types_pb2.DataType.Name(enum_value)
+    return name[3:].lower() if name.startswith("DT_") else name.lower()
+
+
+@dataclasses.dataclass
+class NodeDecision:
+    """What the pipeline decided for one node of the input graph, and why."""
+
+    name: str
+    op: str
+    list: str | None = None          # white | black | gray | None (not a float compute op)
+    dtype_before: str | None = None
+    dtype_after: str | None = None
+    placement: str | None = None     # device | host
+    geop: str | None = None          # the GeOp call node that runs it
+    reason: str = ""
+
+    def add_reason(self, text: str) -> None:
+        self.reason = f"{self.reason}; {text}" if self.reason else text
+
+
+@dataclasses.dataclass
+class PassRecord:
+    """What one pass did: whether it changed the graph, its counters and its run time."""
+
+    name: str
+    changed: bool
+    seconds: float
+    stats: dict[str, Any]
+
+
+class Report:
+    """Decisions for one rewritten graph (one Grappler item or one offline rewrite)."""
+
+    def __init__(self, graph_id: str, options: dict[str, Any] | None = None):
+        self.graph_id = graph_id
+        self.options: dict[str, Any] = dict(options or {})
+        self.option_notes: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.nodes: dict[str, NodeDecision] = {}
+        self.passes: list[PassRecord] = []
+        self.nodes_before = 0
+        self.nodes_after = 0
+        self.seconds = 0.0
+        self.skipped: str | None = None
+
+    def record_graph(self, nodes) -> None:
+        """Create one decision record per node of the input graph."""
+        for node in nodes:
+            dtype = node_dtype(node)
+            self.nodes[node.name] = NodeDecision(
+                name=node.name, op=node.op, dtype_before=dtype, dtype_after=dtype)
+        self.nodes_before = len(self.nodes)
+
+    def node(self, name: str) -> NodeDecision:
+        return self.nodes[name]
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        decisions = list(self.nodes.values())
+        return {
+            "graph": self.graph_id,
+            "nodes_before": self.nodes_before,
+            "nodes_after": self.nodes_after,
+            "lists": dict(sorted(Counter(d.list for d in decisions if d.list).items())),
+            "placements": dict(sorted(Counter(d.placement for d in decisions if d.placement).items())),
+            "dtype_changes": sum(1 for d in decisions if d.dtype_before != d.dtype_after),
+            "geops": sorted({d.geop for d in decisions if d.geop}),
+            "passes": [dataclasses.asdict(p) for p in self.passes],
+            "seconds": round(self.seconds, 6),
+            "skipped": self.skipped,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "options": self.options,
+            "option_notes": self.option_notes,
+            "warnings": list(self.warnings),
+            "summary": self.summary,
+            "nodes": [dataclasses.asdict(d) for d in self.nodes.values()],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    def to_text(self, max_nodes: int = 50) -> str:
+        """A summary a person reads: options, warnings, totals, per-pass changes, changed nodes."""
+        summary = self.summary
+        lines = [f"NpuOptimizer report for graph {self.graph_id}"]
+        if self.skipped:
+            lines.append(f"  skipped: {self.skipped}")
+        lines.append(f"  nodes: {summary['nodes_before']} in, {summary['nodes_after']} out")
+        for note in self.option_notes:
+            effect = "" if note.get("acts") else f"  ({note.get('note')})"
+            lines.append(f"  option {note['name']} = {note['value']!r}{effect}")
+        for key in ("lists", "placements"):
+            if summary[key]:
+                parts = ", ".join(f"{k} {v}" for k, v in summary[key].items())
+                lines.append(f"  {key}: {parts}")
+        if summary["geops"]:
+            lines.append(f"  GeOps: {', '.join(summary['geops'])}")
+        lines.append(f"  dtype changes: {summary['dtype_changes']}")
+        for record in self.passes:
+            stats = ", ".join(f"{k}={v}" for k, v in record.stats.items())
+            state = "changed" if record.changed else "no change"
+            lines.append(f"  pass {record.name}: {state} in {record.seconds * 1000:.1f} ms"
+                         + (f" ({stats})" if stats else ""))
+        for text in self.warnings:
+            lines.append(f"  WARNING: {text}")
+        changed = [d for d in self.nodes.values()
+                   if d.dtype_before != d.dtype_after or d.placement == "host" or d.list]
+        if changed:
+            lines.append("  decisions:")
+            for decision in changed[:max_nodes]:
+                dtype = (decision.dtype_before if decision.dtype_before == decision.dtype_after
+                         else f"{decision.dtype_before}->{decision.dtype_after}")
+                where = decision.geop or decision.placement or "-"
+                lines.append(f"    {decision.name} [{decision.op}] {decision.list or '-'} {dtype} "
+                             f"{where}: {decision.reason or '-'}")
+            if len(changed) > max_nodes:
+                lines.append(f"    ... {len(changed) - max_nodes} more in the JSON report")
+        return "\n".join(lines) + "\n"

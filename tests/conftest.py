@@ -1,0 +1,38 @@
+"""Shared test set-up: TF1 graph mode (as migrated scripts run) and graph-building helpers."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import npu_sim_bridge  # noqa: E402,F401  (loads the NpuOptimizer shim)
+
+tf.compat.v1.disable_eager_execution()
+
+
+def npu_config(**params):
+    """A ConfigProto naming NpuOptimizer, written the way migrated scripts write it."""
+    config = tf.compat.v1.ConfigProto()
+    custom_op = config.graph_options.rewrite_options.custom_optimizers.add()
+    custom_op.name = "NpuOptimizer"
+    for key, value in params.items():
+        if isinstance(value, bool):
+            custom_op.parameter_map[key].b = value
+        elif isinstance(value, int):
+            custom_op.parameter_map[key].i = value
+        else:
+            custom_op.parameter_map[key].s = tf.compat.as_bytes(value)
+    return config
+
+
+@pytest.fixture(name="npu_config")
+def npu_config_fixture():
+    return npu_config
+
+
+@pytest.fixture(autouse=True)
+def fresh_reports():
+    npu_sim_bridge.clear_reports()
+    yield

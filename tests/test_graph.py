@@ -1,0 +1,108 @@
+"""GraphView indexes under mutation, validation errors, and topological order."""
+
+import pytest
+import tensorflow as tf
+from google.protobuf import text_format
+from hypothesis import given, settings, strategies as st
+from tensorflow.core.framework import graph_pb2, node_def_pb2
+
+from npu_sim_bridge.errors import GraphValidationError
+from npu_sim_bridge.graph import GraphView, TensorRef, parse_input, topological_order, validate_graph
+
+
+def _graph(text):
+    return text_format.Parse(text, graph_pb2.GraphDef())
+
+
+CHAIN = """
+node { name: "a" op: "Placeholder" }
+node { name: "b" op: "Relu" input: "a" }
+node { name: "c" op: "AddV2" input: "b" input: "a" input: "^b" }
+"""
+
+
+def test_parse_input_forms():
+    assert parse_input("x") == TensorRef("x", 0)
+    assert parse_input("x:2") == TensorRef("x", 2)
+    assert parse_input("^x") == TensorRef("x", -1)
+    assert parse_input("scope/x:0") == TensorRef("scope/x", 0)
+
+
+def test_consumer_index_follows_mutations():
+    view = GraphView(_graph(CHAIN))
+    assert view.consumers("a") == ["b", "c"]
+    assert view.data_consumers(TensorRef("b", 0)) == [("c", 0)]
+    view.add_node(node_def_pb2.NodeDef(name="d", op="Identity", input=["a"]))
+    assert view.replace_uses(TensorRef("a", 0), TensorRef("d", 0), exclude={"d"}) == 2
+    assert view.consumers("a") == ["d"]
+    assert view.consumers("d") == ["b", "c"]
+    view.add_input("c", "^a")
+    view.add_input("c", "e_missing:1")
+    assert list(view.node("c").input) == ["b", "d", "e_missing:1", "^b", "^a"]
+    view.remove_input("c", 2)
+    view.remove_input("c", 3)
+    assert view.consumers("a") == ["d"]
+    with pytest.raises(GraphValidationError, match="still read by b, c"):
+        view.remove_node("d")
+
+
+def test_remove_and_compact_keep_indexes_consistent():
+    view = GraphView(_graph(CHAIN))
+    view.set_input("c", 2, "^a")
+    view.replace_uses(TensorRef("b", 0), TensorRef("a", 0))
+    view.remove_node("b")
+    assert "b" not in view and [n.name for n in view.nodes()] == ["a", "c"]
+    graph_def = view.to_graph_def()
+    assert [n.name for n in graph_def.node] == ["a", "c"]
+    assert view.consumers("a") == ["c"]
+    assert view.unique_name("b") == "b" and view.unique_name("a") == "a_1"
+
+
+def test_duplicate_names_are_rejected():
+    with pytest.raises(GraphValidationError, match="duplicate node names: a"):
+        validate_graph(_graph(CHAIN + 'node { name: "a" op: "Const" }'))
+
+
+def test_dangling_input_is_named():
+    with pytest.raises(GraphValidationError, match="b <- ghost:1"):
+        validate_graph(_graph('node { name: "b" op: "Relu" input: "ghost:1" }'))
+
+
+def test_cycle_names_its_nodes():
+    text = """
+    node { name: "p" op: "AddV2" input: "q" }
+    node { name: "q" op: "Relu" input: "p" }
+    """
+    with pytest.raises(GraphValidationError, match="cycle through nodes p, q"):
+        validate_graph(_graph(text))
+
+
+def test_v1_while_loop_is_a_legal_cycle():
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.disable_control_flow_v2()
+        try:
+            i = tf.constant(0)
+            tf.compat.v1.while_loop(lambda i: i < 5, lambda i: i + 1, [i])
+        finally:
+            tf.compat.v1.enable_control_flow_v2()
+    graph_def = graph.as_graph_def()
+    assert any(n.op == "NextIteration" for n in graph_def.node)
+    validate_graph(graph_def)
+    order = topological_order(graph_def)
+    assert order.index("while/Enter") < order.index("while/Merge") < order.index("while/Exit")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=30), max_size=3), min_size=1, max_size=30))
+def test_topological_order_respects_every_edge(edges):
+    graph_def = graph_pb2.GraphDef()
+    for index, inputs in enumerate(edges):
+        node = graph_def.node.add(name=f"n{index}", op="AddN")
+        node.input.extend(f"n{j}" for j in inputs if j < index)  # only earlier nodes: acyclic
+    graph_def.node.reverse()  # order in the GraphDef must not matter
+    order = topological_order(graph_def)
+    position = {name: i for i, name in enumerate(order)}
+    for node in graph_def.node:
+        for text in node.input:
+            assert position[parse_input(text).node] < position[node.name]
