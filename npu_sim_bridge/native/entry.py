@@ -52,7 +52,12 @@ def _is_function_item(item_id: str, graph_def: graph_pb2.GraphDef) -> bool:
 
 
 def failing_graph(graph_def: graph_pb2.GraphDef, fetch: list[str], message: str) -> graph_pb2.GraphDef:
-    """`graph_def` plus an Assert(false, message) that every fetched node depends on."""
+    """`graph_def` plus an Assert(false, message) that every fetched node depends on.
+
+    TensorFlow prints the Assert's string escaped (' becomes \\'), so quotes are dropped from
+    the copy carried in the graph; the logged message keeps them.
+    """
+    message = message.replace("'", "")
     failed = graph_pb2.GraphDef()
     failed.CopyFrom(graph_def)
     text = failed.node.add(name=f"{ERROR_SCOPE}/message", op="Const")
@@ -72,6 +77,10 @@ def failing_graph(graph_def: graph_pb2.GraphDef, fetch: list[str], message: str)
     if not targets:  # no fetch list: make every sink wait on the assert
         consumed = {node_name(i) for node in graph_def.node for i in node.input}
         targets = {node.name for node in graph_def.node if node.name not in consumed}
+    # Grappler hands over a placed graph: the new nodes need a device too.
+    device = next((node.device for node in graph_def.node if node.device), "")
+    for node in (text, condition, check):
+        node.device = device
     for node in failed.node:
         if node.name in targets:
             node.input.append("^" + check.name)

@@ -96,6 +96,7 @@ def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None =
             continue
         _run_one(graph_pass, ctx)
 
+    _place_new_nodes(view)
     _stamp_seen(view)
     result_graph = view.to_graph_def()
     report.nodes_after = len(result_graph.node)
@@ -129,6 +130,26 @@ def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:
 
 def _external_names(item: ItemInfo) -> frozenset[str]:
     return frozenset()
+
+
+def _place_new_nodes(view: GraphView) -> None:
+    """Give nodes that passes added the device of a neighbour.
+
+    Grappler hands NpuOptimizer a placed graph (every node has a device) and the executor
+    needs one on every node; offline graphs have none, and then nothing is set.
+    """
+    from npu_sim_bridge.graph.names import parse_input
+
+    unplaced = [node for node in view.nodes() if not node.device]
+    if not unplaced or len(unplaced) == len(view):
+        return
+    for node in unplaced:
+        neighbours = [parse_input(text).node for text in node.input] + view.consumers(node.name)
+        node.device = next((view.node(n).device for n in neighbours if view.node(n).device), "")
+    fallback = next(node.device for node in view.nodes() if node.device)
+    for node in unplaced:
+        if not node.device:
+            node.device = fallback
 
 
 def _stamp_seen(view: GraphView) -> None:

@@ -1,0 +1,29 @@
+# Two commands on a fresh machine: `make demo` and `make test` (both create the environment).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.npu_sim_installed
+
+.PHONY: demo test bench env clean
+
+env: $(STAMP)
+
+$(STAMP): setup.py requirements-ci.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-ci.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m npu_sim_bridge.native.build
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/quickstart_session.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_bridge_overhead.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

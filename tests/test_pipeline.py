@@ -1,0 +1,122 @@
+"""The pass pipeline: pass failures are named, invalid results are caught, runs are idempotent."""
+
+import pytest
+import tensorflow as tf
+from tensorflow.core.framework import graph_pb2, node_def_pb2
+from tensorflow.core.protobuf import rewriter_config_pb2
+
+from npu_sim_bridge.config import from_dict
+from npu_sim_bridge.errors import ConfigError, GraphValidationError, PassError
+from npu_sim_bridge.native import entry
+from npu_sim_bridge.passes import GraphPass, PassResult, run_pipeline
+from npu_sim_bridge.passes import pipeline
+
+
+def _graph_def():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+        tf.identity(tf.nn.relu(x) * 2.0, name="y")
+    return graph.as_graph_def()
+
+
+class _Boom(GraphPass):
+    name = "boom"
+
+    def run(self, ctx):
+        raise ValueError("kaboom")
+
+
+class _Dangle(GraphPass):
+    name = "dangle"
+
+    def run(self, ctx):
+        ctx.view.add_node(node_def_pb2.NodeDef(name="bad", op="Relu", input=["nowhere"]))
+        return PassResult(changed=True, stats={"added": 1})
+
+
+class _Count(GraphPass):
+    name = "count"
+
+    def run(self, ctx):
+        return PassResult(changed=False, stats={"nodes": len(ctx.view)})
+
+
+@pytest.fixture
+def passes(monkeypatch):
+    def install(*classes):
+        monkeypatch.setattr(pipeline, "_pass_classes", lambda: list(classes))
+    return install
+
+
+def test_failing_pass_is_named(passes):
+    passes(_Count, _Boom)
+    with pytest.raises(PassError, match="pass 'boom' failed: internal error ValueError: kaboom"):
+        run_pipeline(_graph_def(), from_dict({}))
+
+
+def test_pass_leaving_invalid_graph_is_caught(passes):
+    passes(_Dangle)
+    with pytest.raises(PassError, match="pass 'dangle' failed: left an invalid graph.*nowhere"):
+        run_pipeline(_graph_def(), from_dict({}))
+
+
+def test_invalid_input_graph_is_rejected_before_any_pass(passes):
+    passes(_Count)
+    graph_def = _graph_def()
+    graph_def.node.add(name="orphan", op="Relu", input=["missing"])
+    with pytest.raises(GraphValidationError, match="orphan <- missing"):
+        run_pipeline(graph_def, from_dict({}))
+
+
+def test_pass_records_reach_the_report(passes):
+    passes(_Count)
+    result = run_pipeline(_graph_def(), from_dict({}))
+    record = result.report.passes[0]
+    assert record.name == "count" and record.changed is False
+    assert record.stats == {"nodes": len(_graph_def().node)}
+    assert result.report.to_dict()["summary"]["passes"][0]["name"] == "count"
+
+
+def test_sim_passes_selects_and_rejects_names(passes):
+    passes(_Count, _Boom)
+    result = run_pipeline(_graph_def(), from_dict({"sim_passes": "count"}))
+    assert [p.name for p in result.report.passes] == ["count"]
+    assert run_pipeline(_graph_def(), from_dict({"sim_passes": "none"})).report.passes == []
+    with pytest.raises(ConfigError, match="sim_passes names unknown passes 'nope'.*boom, count"):
+        run_pipeline(_graph_def(), from_dict({"sim_passes": "nope"}))
+
+
+def test_input_graph_is_not_modified():
+    graph_def = _graph_def()
+    before = graph_def.SerializeToString()
+    run_pipeline(graph_def, from_dict({}))
+    assert graph_def.SerializeToString() == before
+
+
+def _config_bytes(**params):
+    config = rewriter_config_pb2.RewriterConfig.CustomGraphOptimizer(name="NpuOptimizer")
+    for key, value in params.items():
+        config.parameter_map[key].s = value.encode()
+    return config.SerializeToString()
+
+
+def test_entry_is_idempotent_across_grappler_iterations():
+    first = entry.optimize("tf_graph", _graph_def().SerializeToString(), ["y:0"], ["x"],
+                           ["x", "y"], _config_bytes())
+    second = entry.optimize("tf_graph", first, ["y:0"], ["x"], ["x", "y"], _config_bytes())
+    assert graph_pb2.GraphDef.FromString(first) == graph_pb2.GraphDef.FromString(second)
+
+
+def test_entry_turns_errors_into_a_failing_graph_once():
+    failing = entry.optimize("tf_graph", _graph_def().SerializeToString(), ["y:0"], [], ["y"],
+                             _config_bytes(precision_mode="fp17"))
+    again = entry.optimize("tf_graph", failing, ["y:0"], [], ["y"],
+                           _config_bytes(precision_mode="fp17"))
+    assert graph_pb2.GraphDef.FromString(failing) == graph_pb2.GraphDef.FromString(again)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_pb2.GraphDef.FromString(failing), name="")
+    with tf.compat.v1.Session(graph=graph) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="NpuOptimizer: option precision_mode"):
+            sess.run("y:0", {"x:0": [1.0, 2.0]})
