@@ -130,3 +130,24 @@ def test_keras_set_session_reaches_the_pipeline(npu_config):
     # The training graph (it reads the feature placeholder) went through the pipeline.
     assert any("hidden_input" in report.nodes and "hidden/Relu" in report.nodes
                for report in reports)
+
+
+def test_grappler_hands_each_graph_over_on_every_meta_optimizer_iteration(npu_config):
+    graph, x, y, init = _small_model()
+    with tf.compat.v1.Session(graph=graph, config=npu_config()) as sess:
+        sess.run(init)
+        npu_sim_bridge.clear_reports()
+        sess.run(y, {x: [[1.0, 2.0, 3.0]]})
+    reports = npu_sim_bridge.recent_reports()
+    assert len(reports) == 2  # two meta-optimizer iterations: every pass must be idempotent
+    assert reports[0].nodes.keys() == reports[1].nodes.keys()
+
+
+def test_graphs_under_min_graph_nodes_never_reach_the_pipeline(npu_config):
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.constant(1.0, name="a")
+        b = tf.identity(a, name="b")
+    with tf.compat.v1.Session(graph=graph, config=npu_config(precision_mode="fp17")) as sess:
+        assert sess.run(b) == 1.0  # Grappler skips graphs under 4 nodes, options included
+    assert npu_sim_bridge.recent_reports() == []
