@@ -1,0 +1,24 @@
+"""The precision pass: which ops run in float16, where Casts go, and how float16 is executed.
+
+lists.py   the effective white/black/gray lists (operator library + modify_mixlist file)
+ports.py   the typed data ports of a node (which type attr sets each input and output dtype)
+decide.py  per-node decisions for each precision mode, the gray rule and its fixed point
+casts.py   applying the decisions: type attrs, Casts, float16 round trips
+marks.py   the attrs that mark what the pass inserted or retyped
+functions.py  the bodies of functional While/If and function calls
+pass_.py   the GraphPass named "precision"
+"""
+
+from npu_sim_bridge.passes.precision.decide import PrecisionModeError
+from npu_sim_bridge.passes.precision.lists import EffectiveLists, MixlistWarning, build_lists, explain, load_mixlist
+from npu_sim_bridge.passes.precision.pass_ import PrecisionPass
+
+__all__ = [
+    "EffectiveLists",
+    "MixlistWarning",
+    "PrecisionModeError",
+    "PrecisionPass",
+    "build_lists",
+    "explain",
+    "load_mixlist",
+]

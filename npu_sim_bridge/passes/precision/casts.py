@@ -1,0 +1,276 @@
+"""Applies the Plans to the graph: type attrs, Cast nodes and float16 round trips.
+
+Where a tensor's dtype changes between producer and consumer, one Cast per producer output and target
+dtype is inserted right after the producer (so it stays in the producer's while frame) and shared by
+every consumer. Names are deterministic: `<producer>/NpuSimCast_<port>_<dtype>`, and for the second
+half of a round trip `<producer>/NpuSimRound_<port>_<dtype>`.
+
+Execution of lowered ops (`sim_fp16_execution`):
+- native: the op's type attrs become float16 (or bfloat16); Casts sit at the dtype boundaries.
+- emulate: the op keeps its float32 kernel and values are rounded where the NPU holds float16: each
+  float input not already rounded passes through a round trip (float32 -> float16 -> float32), and the
+  op's float outputs are rounded once, right after it, for all consumers (a cube op so accumulates in
+  float32 and its output is rounded). Ops whose float32 result is exact on float16 inputs (Relu,
+  MaxPool, Reshape, Concat, ...) and pass-through ops need no output round trip. Float16 overflow is
+  real: a value above 65504 becomes inf in the round trip.
+cube_fp16in_fp32out rounds the cube op's inputs only, in both execution modes.
+
+Every inserted or retyped node carries `_npu_sim_precision` ("<mode>:<execution>"); inserted Casts
+also `_npu_sim_inserted`, retyped nodes `_npu_sim_orig_<attr>` (the original value of each changed
+attr). Grappler runs the pass twice, with its own optimizers in between (which may fold, move or fuse
+the Casts), so a run that finds these marks does not rewrite again: it only reports the decisions,
+reading inserted Casts as transparent and retyped nodes at their original dtype.
+"""
+
+from __future__ import annotations
+
+from tensorflow.core.framework import attr_value_pb2, node_def_pb2
+
+from npu_sim_bridge.errors import UnsupportedGraphError
+from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
+from npu_sim_bridge.passes.precision import ports
+from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, PLUMBING, Plan
+from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, MARK_ATTR, ORIG_PREFIX
+
+
+# Ops whose float32 result on float16-representable inputs is itself representable in float16: they
+# select, move or compare values, never compute new ones. No output round trip is needed after them.
+EXACT_OPS = frozenset({
+    "Relu", "Relu6", "ReluGrad", "Relu6Grad", "MaxPool", "MaxPoolV2", "MaxPool3D", "Maximum", "Minimum",
+    "Max", "Min", "Neg", "Abs", "Sign", "Floor", "Ceil", "Rint", "Round", "ZerosLike", "OnesLike",
+    "Reshape", "Transpose", "Squeeze", "ExpandDims", "Identity", "Snapshot", "StopGradient", "Pack",
+    "Unpack", "Concat", "ConcatV2", "Split", "SplitV", "Slice", "StridedSlice", "Gather", "GatherV2",
+    "GatherNd", "Tile", "Pad", "PadV2", "MirrorPad", "Select", "SelectV2", "ReverseV2", "BroadcastTo",
+    "Fill", "DepthToSpace", "SpaceToDepth", "ResizeNearestNeighbor", "EnsureShape", "PreventGradient",
+})
+
+
+class Rewriter:
+    """Rewrites one graph (or function body) as its Plans say."""
+
+    def __init__(self, view, plans: dict[str, Plan], low: int, emulate: bool, mark: str, functions=None):
+        self.view = view
+        self.mark = mark
+        self.plans = plans
+        self.low = low
+        self.emulate = emulate
+        self.functions = functions or {}
+        self.created: dict[tuple, TensorRef] = {}
+        self.inserted: list[tuple[str, TensorRef, int, int, str]] = []  # (name, source, SrcT, DstT, kind)
+        self.casts_inserted = 0
+        self.round_trips = 0
+        self.retyped = 0
+        self.retyped_names: set[str] = set()
+        self.dirty: set[str] = set()
+        self._sigs: dict[str, ports.Signature] = {}
+
+    # ------------------------------------------------------------ dtype rules
+    def _npu(self, plan: Plan, port: ports.Port) -> int | None:
+        if plan.port_npu is not None and port.index is not None:
+            return plan.port_npu[port.index] if port.index < len(plan.port_npu) else None
+        return plan.npu
+
+    def _changeable(self, plan: Plan | None, port: ports.Port) -> bool:
+        return (plan is not None and plan.role in (FIXED, GRAY, PLUMBING) and port.is_float
+                and port.attr is not None and port.attr in plan.attrs)
+
+    def _lowered(self, plan: Plan, port: ports.Port) -> bool:
+        """Emulated: the NPU holds this port in the low dtype but the graph keeps float32."""
+        return (self.emulate and self._changeable(plan, port) and port.dtype == FP32
+                and self._npu(plan, port) in ports.LOW_TYPES)
+
+    def exec_dtype(self, plan: Plan | None, port: ports.Port) -> int:
+        if not self._changeable(plan, port):
+            return port.dtype
+        npu = self._npu(plan, port)
+        if npu is None or plan.cube_split:
+            return port.dtype
+        if self.emulate and npu in ports.LOW_TYPES and port.dtype == FP32:
+            return FP32
+        return npu
+
+    def _output_state(self, plan: Plan | None, port: ports.Port) -> tuple[int, bool, bool]:
+        """(graph dtype, physically rounded, rounded for every consumer) of a producer output."""
+        dtype = self.exec_dtype(plan, port)
+        if plan is None or plan.cube_split or not self._lowered(plan, port):
+            return dtype, dtype in ports.LOW_TYPES, False
+        exact = plan.role == PLUMBING or plan.op in EXACT_OPS or self._routes_exactly(plan)
+        return dtype, exact, not exact
+
+    def _routes_exactly(self, plan: Plan) -> bool:
+        """MaxPoolGrad over windows that do not overlap only routes each gradient value, never sums."""
+        if plan.op != "MaxPoolGrad":
+            return False
+        attrs = self.view.node(plan.name).attr
+        return "ksize" in attrs and list(attrs["ksize"].list.i) == list(attrs["strides"].list.i)
+
+    def _rounds_inputs(self, plan: Plan | None, port: ports.Port) -> bool:
+        if not self._changeable(plan, port):
+            return False
+        return plan.cube_split or self._lowered(plan, port)
+
+    # -------------------------------------------------------------- rewrite
+    def apply(self) -> None:
+        self._retype()
+        dirty = self.dirty = set()
+        for name, plan in self.plans.items():
+            if plan.role not in (FIXED, GRAY, PLUMBING):
+                continue
+            if any(self.exec_dtype(plan, p) != p.dtype or self._lowered(plan, p) or
+                   (plan.cube_split and self._changeable(plan, p)) for p in plan.sig.inputs + plan.sig.outputs):
+                dirty.add(name)
+                dirty.update(self.view.consumers(name))
+        for node in list(self.view.nodes()):
+            if node.name in dirty:
+                self._convert_inputs(node)
+        dirty.update(name for name, *_ in self.inserted)
+
+    def check_types(self) -> None:
+        """Every data edge into a changed node or an inserted Cast carries the dtype the consumer expects.
+
+        TensorFlow silently runs the original graph when a rewritten one does not type-check, so a
+        mismatch here is raised instead (it would be a bug of this pass).
+        """
+        for name in sorted(self.dirty):
+            node = self.view.get(name)
+            if node is None:
+                continue
+            wanted = self._current(node).inputs
+            for position, text in enumerate(node.input):
+                if text.startswith("^") or position >= len(wanted):
+                    break
+                ref = parse_input(text)
+                producer = self.view.get(ref.node)
+                if producer is None:
+                    continue
+                outputs = self._current(producer).outputs
+                if ref.port < len(outputs) and outputs[ref.port].dtype != wanted[position].dtype:
+                    raise UnsupportedGraphError(
+                        f"internal error of the precision pass: input {position} of {name} ({node.op}) would get "
+                        f"{ports.dtype_name(outputs[ref.port].dtype)} from {text} but takes "
+                        f"{ports.dtype_name(wanted[position].dtype)}; please report this with the graph")
+
+    def _current(self, node) -> ports.Signature:
+        """The node's ports as the graph now is (retyped and inserted nodes are read again)."""
+        plan = self.plans.get(node.name)
+        if plan is not None and node.name not in self.retyped_names:
+            return plan.sig
+        return ports.signature(node, self.functions)
+
+    def _retype(self) -> None:
+        for name, plan in self.plans.items():
+            if plan.role not in (FIXED, GRAY, PLUMBING) or not plan.attrs:
+                continue
+            node = self.view.node(name)
+            changes = {}
+            if plan.port_npu is not None:  # IdentityN: one element per port
+                types = list(node.attr["T"].list.type)
+                new = list(types)
+                for port in plan.sig.outputs:
+                    if port.index is not None and port.index < len(new):
+                        new[port.index] = self.exec_dtype(plan, port)
+                if new != types:
+                    changes["T"] = attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(type=new))
+            else:
+                port = next(p for p in plan.sig.inputs + plan.sig.outputs if self._changeable(plan, p))
+                target = self.exec_dtype(plan, port)
+                if target != plan.orig:
+                    for attr in plan.attrs:
+                        changes[attr] = attr_value_pb2.AttrValue(type=target)
+                    follow = ports.LIST_FOLLOWS_T.get(node.op)
+                    if follow and follow in node.attr:
+                        types = [target if t == plan.orig else t for t in node.attr[follow].list.type]
+                        changes[follow] = attr_value_pb2.AttrValue(
+                            list=attr_value_pb2.AttrValue.ListValue(type=types))
+            if not changes:
+                continue
+            for attr, value in changes.items():
+                if attr in node.attr:
+                    node.attr[ORIG_PREFIX + attr].CopyFrom(node.attr[attr])
+                node.attr[attr].CopyFrom(value)
+            node.attr[MARK_ATTR].s = self.mark.encode()
+            self.retyped += 1
+            self.retyped_names.add(name)
+
+    def _signature(self, node) -> ports.Signature:
+        plan = self.plans.get(node.name)
+        if plan is not None:
+            return plan.sig
+        sig = self._sigs.get(node.name)
+        if sig is None:
+            sig = self._sigs[node.name] = ports.signature(node, self.functions)
+        return sig
+
+    def _convert_inputs(self, node) -> None:
+        consumer_plan = self.plans.get(node.name)
+        sig = self._signature(node)
+        for position, text in enumerate(list(node.input)):
+            if text.startswith("^"):
+                break
+            ref = parse_input(text)
+            wanted = sig.inputs[position] if position < len(sig.inputs) else None
+            if wanted is not None and wanted.is_ref:
+                continue
+            new = self.convert(ref, wanted, consumer_plan)
+            if new is not None:
+                self.view.set_input(node.name, position, new)
+
+    def convert(self, ref: TensorRef, wanted: ports.Port | None, consumer_plan: Plan | None = None,
+                want_dtype: int | None = None) -> TensorRef | None:
+        """The tensor a consumer port should read instead of `ref`, or None when `ref` is right."""
+        producer_plan = self.plans.get(ref.node)
+        have_port = None
+        if producer_plan is not None and ref.port < len(producer_plan.sig.outputs):
+            have_port = producer_plan.sig.outputs[ref.port]
+        elif ref.node in self.view:
+            sig = self._signature(self.view.node(ref.node))
+            if ref.port < len(sig.outputs):
+                have_port = sig.outputs[ref.port]
+        original = wanted.dtype if wanted is not None else (have_port.dtype if have_port else None)
+        if original not in ports.FLOAT_TYPES:
+            return None
+        if have_port is not None and have_port.is_float:
+            have, rounded, for_all = self._output_state(producer_plan, have_port)
+        else:
+            have, rounded, for_all = original, original in ports.LOW_TYPES, False
+        if want_dtype is not None:
+            want, round_in = want_dtype, False
+        elif wanted is not None:
+            want, round_in = self.exec_dtype(consumer_plan, wanted), self._rounds_inputs(consumer_plan, wanted)
+        else:
+            want, round_in = original, False
+        needs_rounding = (round_in or for_all) and not rounded
+        if have == want and not needs_rounding:
+            return None
+        if have in ports.LOW_TYPES or want in ports.LOW_TYPES or have != want:
+            return self._cast(ref, have, want)
+        first = self._cast(ref, have, self.low)
+        return self._cast(ref, self.low, want, source=first, kind="round")
+
+    def _cast(self, ref: TensorRef, src: int, dst: int, source: TensorRef | None = None,
+              kind: str = "cast") -> TensorRef:
+        key = (ref, dst, kind)
+        made = self.created.get(key)
+        if made is not None:
+            return made
+        label = "NpuSimRound" if kind == "round" else "NpuSimCast"
+        dtype = ports.dtype_name(src if kind == "round" else dst)
+        name = self.view.unique_name(f"{ref.node}/{label}_{ref.port}_{dtype}")
+        node = node_def_pb2.NodeDef(name=name, op="Cast", input=[format_input(source or ref)])
+        producer = self.view.get(ref.node)
+        if producer is not None and producer.device:
+            node.device = producer.device
+        node.attr["SrcT"].type = src
+        node.attr["DstT"].type = dst
+        node.attr["Truncate"].b = False
+        node.attr[MARK_ATTR].s = self.mark.encode()
+        node.attr[INSERTED_ATTR].b = True
+        self.view.add_node(node)
+        self.casts_inserted += 1
+        self.inserted.append((name, ref, src, dst, kind))
+        if kind == "round":
+            self.round_trips += 1
+        made = TensorRef(name, 0)
+        self.created[key] = made
+        return made
+

@@ -1,0 +1,454 @@
+"""Per-node dtype decisions for each precision mode, the gray rule, and its fixed point over loops.
+
+Every node with a float32/float16/bfloat16 port gets a Plan: its role, its list colour, the dtype it
+runs in on the NPU (`npu`) and the reason. Roles:
+- source: placeholders, constants, variables and their reads, containers, function arguments. Never
+  changed; they do not decide for the ops after them.
+- pinned: fetched, fed or preserved nodes (keep dtype and name), `_keep_dtype` nodes
+  (keep_dtype_scope), nodes the placement pass keeps on the host, ops that read or update a
+  variable (ref or resource input). Never changed. Fetched, preserved and keep_dtype nodes decide
+  (they run float32); fed, host and variable nodes do not.
+- plumbing: Identity-like and v1 control-flow ops (Enter/Exit/Merge/Switch/NextIteration, IdentityN,
+  Squeeze, ExpandDims, ...). They carry the dtype of what flows in: each output follows its inputs.
+- cast: existing Cast nodes keep SrcT/DstT.
+- inserted: Casts an earlier run of the pass inserted; transparent (they carry their input's vote).
+- opaque: functional While/If and function calls (their bodies are rewritten separately), ops the
+  operator library has no op info for, unknown ops. They keep their dtype and do not decide.
+- fixed / gray: ops of the operator library, decided by the mode (table in the README).
+
+The gray rule (mix-precision modes): a gray op drops to the low dtype only if every float input that
+comes from a decided op comes from a dropped op, and at least one does. Inputs from placeholders,
+constants, variable reads and other non-deciding nodes (sources, fed nodes, opaque ops, and gray or
+plumbing nodes whose own inputs are all non-deciding) do not decide. A gray op with no decided float
+input keeps its dtype and does not decide either. Plumbing ops pass the decision of their inputs
+through by the same rule. Loops (v1 frames: Merge <- NextIteration) settle to a fixed point: votes only
+move up the order undecided < dropped < kept, so iterating until nothing changes terminates.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+from tensorflow.core.framework import types_pb2
+
+from npu_sim_bridge.config.registry import effective_precision_mode
+from npu_sim_bridge.errors import ConfigError, UnsupportedGraphError
+from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.passes.precision import ports
+from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
+from npu_sim_bridge.passes.precision.marks import ORIG_PREFIX, is_inserted
+
+FP32, FP16, BF16 = types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16
+
+# Votes, ordered: the gray rule takes the largest vote among the deciding inputs.
+NONE, LOW, HIGH = 0, 1, 2
+
+SOURCE, PINNED, PLUMBING, CAST, OPAQUE, FIXED, GRAY, INSERTED = (
+    "source", "pinned", "plumbing", "cast", "opaque", "fixed", "gray", "inserted")
+
+MIX_MODES = ("allow_mix_precision", "allow_mix_precision_bf16")
+KEEP_DTYPE_ATTR = "_keep_dtype"
+
+PLUMBING_OPS = frozenset({
+    "Identity", "Snapshot", "StopGradient", "PreventGradient", "IdentityN", "EnsureShape",
+    "Squeeze", "ExpandDims", "Enter", "Exit", "Merge", "Switch", "NextIteration",
+})
+SOURCE_OPS = frozenset({"_Arg", "_DeviceArg", "Const", "HostConst", "Placeholder", "PlaceholderV2",
+                        "PlaceholderWithDefault"})
+SINK_OPS = frozenset({"_Retval", "_DeviceRetval"})
+FUNCTIONAL_OPS = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
+                            "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient"})
+# Grappler's remapper may fuse ops before NpuOptimizer sees them; they take the list of the base op.
+FUSED_BASE = {
+    "_FusedConv2D": "Conv2D", "_FusedMatMul": "MatMul", "_FusedDepthwiseConv2dNative": "DepthwiseConv2dNative",
+    "_FusedConv3D": "Conv3D", "_FusedBatchNormEx": "FusedBatchNormV3",
+}
+# Type attrs that stay as they are when the op's dtype changes (batch norm statistics stay float32).
+_FIXED_ATTRS = {"FusedBatchNorm": ("U",), "FusedBatchNormV2": ("U",), "FusedBatchNormV3": ("U",),
+                "FusedBatchNormGradV2": ("U",), "FusedBatchNormGradV3": ("U",), "_FusedBatchNormEx": ("U",)}
+_NEVER_RETYPED = frozenset({"Cast", "Bitcast"})
+_VARIABLE_KINDS = ("variable", "container")
+
+_KEEPS = {FP32: "keeps float32", FP16: "keeps float16", BF16: "keeps bfloat16"}
+_LOW_OF_MODE = {"allow_mix_precision_bf16": BF16, "allow_fp32_to_bf16": BF16}
+
+
+class PrecisionModeError(UnsupportedGraphError, ConfigError):
+    """The precision mode cannot be honoured for ops of this graph (must_keep_origin_dtype)."""
+
+
+@dataclasses.dataclass
+class Plan:
+    """What the precision pass does with one node."""
+
+    name: str
+    op: str
+    role: str
+    sig: ports.Signature
+    attrs: tuple = ()                 # changeable type attrs
+    orig: int | None = None           # their current dtype
+    colour: str | None = None
+    rule: str = ""
+    npu: int | None = None            # dtype on the NPU (the report's dtype_after)
+    reason: str = ""
+    vote: int = NONE
+    follows: str | None = None
+    cube_split: bool = False          # cube_fp16in_fp32out: float16 inputs, float32 output
+    port_votes: list | None = None    # IdentityN: per element
+    port_npu: list | None = None
+
+    def npu_of_port(self, port: int) -> int | None:
+        if self.port_npu is not None:
+            return self.port_npu[port] if port < len(self.port_npu) else None
+        return self.npu
+
+    def vote_of_port(self, port: int) -> int:
+        if self.port_votes is not None:
+            return self.port_votes[port] if port < len(self.port_votes) else NONE
+        return self.vote
+
+
+@dataclasses.dataclass(frozen=True)
+class ModeInfo:
+    """The effective mode, its low dtype and how float16 is executed."""
+
+    mode: str
+    low: int
+    emulate: bool
+    mode_key: str   # 'precision_mode' or 'precision_mode_v2', for messages
+    mode_text: str  # the value as the user wrote it
+
+    @property
+    def is_mix(self) -> bool:
+        return self.mode in MIX_MODES
+
+
+def mode_info(options) -> ModeInfo:
+    mode = effective_precision_mode(options)
+    v2 = options.get("precision_mode_v2")
+    key, text = ("precision_mode_v2", v2) if v2 else ("precision_mode", options.get("precision_mode") or mode)
+    return ModeInfo(mode=mode, low=_LOW_OF_MODE.get(mode, FP16),
+                    emulate=(options.get("sim_fp16_execution") or "emulate") == "emulate",
+                    mode_key=key, mode_text=text)
+
+
+def name_of(dtype: int | None) -> str | None:
+    return ports.dtype_name(dtype) if dtype is not None else None
+
+
+class Decider:
+    """Builds the Plans of one graph (or function body)."""
+
+    def __init__(self, view, library, lists, mode: ModeInfo, fetched=(), fed=(), preserved=(),
+                 functions=None, host=()):
+        self.view = view
+        self.host = frozenset(host)
+        self.library = library
+        self.lists = lists
+        self.mode = mode
+        self.fetched = frozenset(fetched)
+        self.fed = frozenset(fed)
+        self.preserved = frozenset(preserved)
+        self.functions = functions or {}
+        self.plans: dict[str, Plan] = {}
+        self.edges: dict[str, list] = {}
+        self.must_keep_failures: list[tuple[str, str, int]] = []
+
+    # ----------------------------------------------------------------- driver
+    def run(self) -> dict[str, Plan]:
+        for node in self.view.nodes():
+            plan = self._classify(node)
+            if plan is not None:
+                self.plans[node.name] = plan
+        if self.must_keep_failures:
+            raise self._must_keep_error()
+        self._settle()
+        self._match_loop_merges()
+        return self.plans
+
+    # --------------------------------------------------------- classification
+    def _classify(self, node) -> Plan | None:
+        sig = ports.signature(node, self.functions)
+        if not sig.has_float:
+            return None
+        plan = Plan(node.name, node.op, SOURCE, sig)
+        self._set_attrs(node, plan)
+        keeps = _KEEPS.get(plan.orig, "keeps its dtype")
+        kind = self.library.not_compute_kind(node.op)
+        has_ref = sig.reads_variable
+
+        if node.op == "Cast" and is_inserted(node):
+            plan.role, plan.reason = INSERTED, "inserted by the precision pass"
+            return plan
+        if node.op == "Cast":
+            return self._classify_cast(node, plan)
+        if node.op in SOURCE_OPS or kind == "source":
+            return self._keep(plan, SOURCE, NONE, f"source: {keeps}")
+        if node.op in ("VariableV2", "Variable", "VarHandleOp") or kind in _VARIABLE_KINDS:
+            return self._keep(plan, SOURCE, NONE, f"{kind or 'variable'}: {keeps}")
+        if node.op in SINK_OPS:
+            return self._keep(plan, PINNED, HIGH, f"function result: {keeps}")
+        if node.name in self.fed:
+            return self._keep(plan, PINNED, NONE, f"fed: {keeps}")
+        if node.name in self.fetched:
+            return self._keep(plan, PINNED, HIGH, f"fetched: {keeps}")
+        if node.name in self.preserved:
+            return self._keep(plan, PINNED, HIGH, f"preserved: {keeps}")
+        if node.name in self.host:
+            return self._keep(plan, PINNED, NONE, f"host: {keeps}")
+        if KEEP_DTYPE_ATTR in node.attr and node.attr[KEEP_DTYPE_ATTR].b:
+            return self._keep(plan, PINNED, HIGH, "keep_dtype_scope")
+        if node.op in FUNCTIONAL_OPS or node.op in self.functions:
+            return self._keep(plan, OPAQUE, NONE, "function call: keeps its signature dtypes (its body is rewritten)")
+        if has_ref:
+            return self._keep(plan, PINNED, NONE, f"reads or updates a variable: {keeps}")
+        if not plan.attrs:
+            return self._keep(plan, OPAQUE, NONE, f"no type attr to change: {keeps}")
+        if plan.orig is None:
+            return self._keep(plan, OPAQUE, NONE, "type attrs of different float dtypes: keeps them")
+        if node.op in PLUMBING_OPS or kind == "pass_through":
+            plan.role = PLUMBING
+            if node.op == "IdentityN":
+                plan.port_votes = [NONE] * len(sig.outputs)
+                plan.port_npu = [p.dtype if p.is_float else None for p in sig.outputs]
+            plan.npu = plan.orig
+            return plan
+
+        base = FUSED_BASE.get(node.op, node.op)
+        info = self.library.info(base)
+        if info is None:
+            note = self.library.no_op_info_note(base)
+            why = f"no op info in the operator library ({note})" if note else "no op info in the operator library"
+            return self._keep(plan, OPAQUE, NONE, f"{why}: {keeps}")
+        entry = self.lists.classify(base)
+        plan.colour, plan.rule = entry.colour, entry.rule
+        decided = self._fixed_decision(plan, info)
+        if decided is None:
+            plan.role = GRAY
+            plan.npu = plan.orig
+            return plan
+        plan.role = FIXED
+        plan.npu, plan.reason = decided
+        plan.vote = LOW if plan.npu in ports.LOW_TYPES else HIGH
+        return plan
+
+    def _set_attrs(self, node, plan: Plan) -> None:
+        if node.op in _NEVER_RETYPED:
+            return
+        fixed = _FIXED_ATTRS.get(node.op, ())
+        names = tuple(a for a in plan.sig.float_attrs if a not in fixed) if fixed else plan.sig.float_attrs
+        plan.attrs = names
+        if node.op == "IdentityN":
+            plan.orig = FP32 if names else None
+            return
+        dtypes = set()
+        for attr in names:
+            original = ORIG_PREFIX + attr  # retyped by an earlier run: decide from the original dtype
+            dtypes.add(ports.type_attr_dtype(node, original if original in node.attr else attr, None))
+        if len(dtypes) == 1:
+            dtype = dtypes.pop()
+            if dtype in ports.FLOAT_TYPES:
+                plan.orig = dtype
+
+    def _keep(self, plan: Plan, role: str, vote: int, reason: str) -> Plan:
+        plan.role, plan.vote, plan.reason, plan.npu = role, vote, reason, plan.orig
+        if plan.port_npu is None and plan.orig is None:
+            plan.npu = None
+        return plan
+
+    def _classify_cast(self, node, plan: Plan) -> Plan:
+        src, dst = node.attr["SrcT"].type, node.attr["DstT"].type
+        plan.role, plan.reason = CAST, "existing Cast: keeps SrcT and DstT"
+        plan.orig = plan.npu = dst if dst in ports.FLOAT_TYPES else None
+        if dst in ports.LOW_TYPES:
+            plan.vote = LOW
+        elif dst in ports.FLOAT_TYPES and src in ports.FLOAT_TYPES:
+            plan.vote = HIGH
+        else:
+            plan.vote = NONE
+        return plan
+
+    # ------------------------------------------------------------ mode table
+    def _supports(self, info, dtype: int) -> bool:
+        if dtype == FP32:
+            return info.supports_fp32
+        if dtype == FP16:
+            return info.supports_fp16
+        # The Ascend 910 library lists no bfloat16; a half-precision kernel stands for it.
+        return info.supports_bf16 or info.supports_fp16
+
+    def _fixed_decision(self, plan: Plan, info):
+        """(npu dtype, reason) for a library op, or None when the gray rule decides."""
+        mode, low, orig = self.mode.mode, self.mode.low, plan.orig
+        sup = lambda dtype: self._supports(info, dtype)  # noqa: E731
+        no_fp32 = "no float32 kernel on the device"
+        if mode == "force_fp32":
+            if sup(FP32):
+                return FP32, "force_fp32" if orig == FP32 else f"force_fp32: {name_of(orig)} op runs float32"
+            if plan.colour == BLACK:
+                return FP32, f"AI CPU fallback: {no_fp32} and {plan.rule}"
+            return FP16, no_fp32
+        if mode == "force_fp16":
+            if sup(FP16):
+                return FP16, "force_fp16"
+            return FP32, "no float16 kernel on the device"
+        if mode not in MIX_MODES:
+            if mode == "cube_fp16in_fp32out" and info.is_cube and orig == FP32:
+                plan.cube_split = True
+                return FP16, "cube_fp16in_fp32out: float16 inputs, float32 output"
+            if sup(orig):
+                return orig, f"{self.mode.mode_text}: keeps {name_of(orig)}"
+            if mode == "must_keep_origin_dtype":
+                self.must_keep_failures.append((plan.op, plan.name, orig))
+                return orig, f"{self.mode.mode_text}: keeps {name_of(orig)}"
+            if orig == FP32:
+                return low, no_fp32
+            return FP32, f"no {name_of(orig)} kernel on the device"
+        # allow_mix_precision(_fp16/_bf16): only float32 ops are lowered.
+        if orig != FP32:
+            if sup(orig):
+                return orig, f"keeps {name_of(orig)}: mix precision lowers float32 ops only"
+            return FP32, f"no {name_of(orig)} kernel on the device"
+        if not sup(FP32):
+            if plan.colour == BLACK:
+                return FP32, f"AI CPU fallback: {no_fp32} and {plan.rule}"
+            return low, no_fp32
+        if not sup(low):
+            return FP32, f"{plan.rule}: no {name_of(low)} kernel on the device"
+        if plan.colour == WHITE:
+            return low, plan.rule
+        if plan.colour == BLACK:
+            return FP32, plan.rule
+        return None
+
+    def _must_keep_error(self) -> PrecisionModeError:
+        by_op: dict[str, list[str]] = collections.OrderedDict()
+        dtypes = set()
+        for op, name, dtype in self.must_keep_failures:
+            by_op.setdefault(op, []).append(name)
+            dtypes.add(name_of(dtype))
+
+        def listed(names):
+            shown = ", ".join(names[:5])
+            return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+        parts = [f"{op} ({listed(names)})" for op, names in by_op.items()]
+        subject = f"op {parts[0]} has" if len(parts) == 1 and len(by_op[next(iter(by_op))]) == 1 else \
+            f"ops {', '.join(parts)} have"
+        return PrecisionModeError(
+            f"{self.mode.mode_key} {self.mode.mode_text}: {subject} no {' or '.join(sorted(dtypes))} support "
+            f"on Ascend 910; use allow_fp32_to_fp16 or allow_mix_precision, or keep those ops out of the graph")
+
+    # -------------------------------------------------------------- gray rule
+    def _float_edges(self, name: str) -> list:
+        """(producer, port, input position) of the float data inputs of a node."""
+        edges = self.edges.get(name)
+        if edges is None:
+            plan = self.plans[name]
+            node = self.view.node(name)
+            edges = []
+            for position, text in enumerate(node.input):
+                if text.startswith("^"):
+                    break
+                if position < len(plan.sig.inputs) and plan.sig.inputs[position].is_float:
+                    ref = parse_input(text)
+                    edges.append((ref.node, ref.port, position))
+            self.edges[name] = edges
+        return edges
+
+    def _vote(self, producer: str, port: int) -> int:
+        plan = self.plans.get(producer)
+        return plan.vote_of_port(port) if plan is not None else NONE
+
+    def _combine(self, edges) -> tuple[int, str | None, int | None]:
+        vote, follows, port = NONE, None, None
+        for producer, out_port, _ in edges:
+            value = self._vote(producer, out_port)
+            if value == HIGH:
+                return HIGH, producer, out_port
+            if value == LOW and follows is None:
+                vote, follows, port = LOW, producer, out_port
+        return vote, follows, port
+
+    def _named(self, producer: str | None) -> str | None:
+        """The node a reason names: an inserted Cast stands for the node it reads."""
+        plan = self.plans.get(producer) if producer is not None else None
+        while plan is not None and plan.role == INSERTED and plan.follows is not None:
+            producer = plan.follows
+            plan = self.plans.get(producer)
+        return producer
+
+    def _update(self, plan: Plan) -> bool:
+        edges = self._float_edges(plan.name)
+        if plan.port_votes is not None:  # IdentityN: element i follows input i
+            changed = False
+            for producer, out_port, position in edges:
+                value = self._vote(producer, out_port)
+                if position < len(plan.port_votes) and value != plan.port_votes[position]:
+                    plan.port_votes[position] = value
+                    source = self.plans.get(producer)
+                    plan.port_npu[position] = source.npu_of_port(out_port) if value != NONE else \
+                        plan.sig.outputs[position].dtype
+                    changed = True
+            return changed
+        if plan.role == INSERTED:
+            vote, follows, port = self._combine(edges)
+            npu = self.plans[follows].npu_of_port(port) if follows is not None else None
+        elif plan.role == PLUMBING:
+            governed = [e for e in edges if plan.sig.inputs[e[2]].attr in plan.attrs]
+            vote, follows, port = self._combine(governed)
+            npu = self.plans[follows].npu_of_port(port) if follows is not None else plan.orig
+        else:
+            vote, follows, port = self._combine(edges)
+            npu = self.mode.low if vote == LOW else plan.orig
+        if vote == plan.vote and npu == plan.npu and follows == plan.follows:
+            return False
+        plan.vote, plan.follows, plan.npu = vote, follows, npu
+        return True
+
+    def _settle(self) -> None:
+        followers = {name for name, plan in self.plans.items() if plan.role in (GRAY, PLUMBING, INSERTED)}
+        queue = collections.deque(name for name in self.plans if name in followers)
+        queued = set(queue)
+        while queue:
+            name = queue.popleft()
+            queued.discard(name)
+            if self._update(self.plans[name]):
+                for consumer in self.view.consumers(name):
+                    if consumer in followers and consumer not in queued:
+                        queue.append(consumer)
+                        queued.add(consumer)
+        for name in followers:
+            plan = self.plans[name]
+            if plan.role == INSERTED:
+                continue
+            if plan.role == GRAY:
+                plan.reason = self._gray_reason(plan)
+            elif plan.port_votes is not None:
+                plan.reason = "pass-through: each output follows its input"
+            elif plan.follows is not None:
+                plan.reason = f"pass-through: follows {self._named(plan.follows)}"
+            else:
+                plan.reason = "pass-through: no decided input"
+
+    def _gray_reason(self, plan: Plan) -> str:
+        head = "gray" if plan.rule == "gray list" else f"gray ({plan.rule})"
+        named = self._named(plan.follows)
+        if plan.vote == LOW:
+            return f"{head}: follows {named}"
+        if plan.vote == HIGH:
+            return f"{head}: follows {named} ({name_of(self.plans[named].npu) or 'float32'})"
+        return f"{head}: no decided float input, keeps {name_of(plan.orig)}"
+
+    def _match_loop_merges(self) -> None:
+        """A NextIteration feeding a lowered Merge carries the Merge's dtype (casts go before it)."""
+        for plan in self.plans.values():
+            if plan.op != "NextIteration" or plan.role != PLUMBING or plan.vote == LOW:
+                continue
+            for consumer in self.view.consumers(plan.name):
+                merge = self.plans.get(consumer)
+                if merge is not None and merge.op == "Merge" and merge.vote == LOW:
+                    plan.vote, plan.npu = LOW, merge.npu
+                    plan.reason = f"pass-through: carries the dtype of its loop Merge {merge.name}"
+                    break

@@ -1,0 +1,141 @@
+"""Functional control flow: the bodies of While/If/Case and function calls are rewritten in the library.
+
+A functional op keeps its signature dtypes (loop-carried values and branch results stay as the script
+wrote them, so the op and its callers need no change); the ops inside its body functions get the same
+decisions and Casts as ops of the main graph. Inside a body, the function's arguments are sources (they
+do not decide) and its results keep the signature dtype: a result produced in float16 gets a Cast back.
+Nested bodies are rewritten too. A function whose signature is parametrized by type attrs is left as
+it is, with a report warning.
+
+(In a Session, TensorFlow lowers functional While/If to v1 frames before Grappler runs, so this path
+serves offline rewrites and Grappler's function items.)
+"""
+
+from __future__ import annotations
+
+from tensorflow.core.framework import graph_pb2, node_def_pb2
+
+from npu_sim_bridge.graph.names import TensorRef, parse_input
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.passes.precision import ports
+
+# Ops whose func-valued attrs name bodies that run as part of the graph (dataset functions run on the
+# host input pipeline and are left alone).
+CALLING_OPS = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
+                         "PartitionedCall", "StatefulPartitionedCall"})
+
+
+def called_functions(nodes, functions) -> list[str]:
+    """Library functions the nodes call (op type, or a func attr of a control-flow or call op), first seen first."""
+    found: list[str] = []
+    if not functions:
+        return found
+    for node in nodes:
+        if node.op in functions and node.op not in found:
+            found.append(node.op)
+        if node.op not in CALLING_OPS:
+            continue
+        for key in sorted(node.attr):
+            value = node.attr[key]
+            kind = value.WhichOneof("value")
+            names = []
+            if kind == "func":
+                names = [value.func.name]
+            elif kind == "list" and value.list.func:
+                names = [f.name for f in value.list.func]
+            for name in names:
+                if name in functions and name not in found:
+                    found.append(name)
+    return found
+
+
+def reachable_functions(view, functions) -> list[str]:
+    """Every library function the graph calls, directly or from other function bodies."""
+    order = called_functions(view.nodes(), functions)
+    position = 0
+    while position < len(order):
+        for name in called_functions(functions[order[position]].node_def, functions):
+            if name not in order:
+                order.append(name)
+        position += 1
+    return order
+
+
+def is_parametrized(fdef) -> bool:
+    args = list(fdef.signature.input_arg) + list(fdef.signature.output_arg)
+    return any(a.type_attr or a.type_list_attr or a.number_attr for a in args)
+
+
+class FunctionBody:
+    """A FunctionDef as a GraphDef (arguments become _Arg nodes, inputs use flat ports) and back."""
+
+    def __init__(self, fdef, functions):
+        self.fdef = fdef
+        self.functions = functions
+        self.args = [arg.name for arg in fdef.signature.input_arg]
+        self.graph_def = graph_pb2.GraphDef()
+        for index, arg in enumerate(fdef.signature.input_arg):
+            node = self.graph_def.node.add(name=arg.name, op="_Arg")
+            node.attr["T"].type = arg.type
+            node.attr["index"].i = index
+        nodes = {node.name: node for node in fdef.node_def}
+        self._sigs: dict[str, ports.Signature] = {}
+        for source in fdef.node_def:
+            node = self.graph_def.node.add()
+            node.CopyFrom(source)
+            del node.input[:]
+            node.input.extend(self._flat(text, nodes) for text in source.input)
+        self.results = {key: parse_input(self._flat(value, nodes)) for key, value in fdef.ret.items()}
+
+    def _sig(self, node) -> ports.Signature:
+        sig = self._sigs.get(node.name)
+        if sig is None:
+            sig = self._sigs[node.name] = ports.signature(node, self.functions)
+        return sig
+
+    def _flat(self, text: str, nodes) -> str:
+        if text.startswith("^"):
+            return text
+        parts = text.split(":")
+        if len(parts) == 1:
+            return text
+        if len(parts) == 3 and parts[0] in nodes:
+            offset = self._sig(nodes[parts[0]]).output_offset(parts[1])
+            if offset is not None:
+                position = offset + int(parts[2])
+                return parts[0] if position == 0 else f"{parts[0]}:{position}"
+        return text
+
+    def result_dtypes(self) -> dict[str, int]:
+        return {arg.name: arg.type for arg in self.fdef.signature.output_arg}
+
+    def to_function(self, view: GraphView, results: dict[str, TensorRef]):
+        """The FunctionDef of the rewritten body (signature, attrs and arg attrs unchanged)."""
+        fdef = type(self.fdef)()
+        fdef.CopyFrom(self.fdef)
+        del fdef.node_def[:]
+        nodes = {node.name: node for node in view.nodes()}
+        self._sigs.clear()
+        for node in view.nodes():
+            if node.name in self.args and node.op == "_Arg":
+                continue
+            copy = node_def_pb2.NodeDef()
+            copy.CopyFrom(node)
+            del copy.input[:]
+            copy.input.extend(self._nested(text, nodes) for text in node.input)
+            fdef.node_def.append(copy)
+        for key, ref in results.items():
+            fdef.ret[key] = self._nested(f"{ref.node}:{ref.port}" if ref.port else ref.node, nodes)
+        return fdef
+
+    def _nested(self, text: str, nodes) -> str:
+        if text.startswith("^"):
+            return text
+        ref = parse_input(text)
+        if ref.node in self.args or ref.node not in nodes:
+            return ref.node
+        outputs = self._sig(nodes[ref.node]).outputs
+        if ref.port < len(outputs):
+            port = outputs[ref.port]
+            return f"{ref.node}:{port.arg}:{port.arg_index}"
+        return text

@@ -1,0 +1,171 @@
+"""The "precision" pass: precision_mode / precision_mode_v2 / modify_mixlist / keep_dtype applied to the graph."""
+
+from __future__ import annotations
+
+from npu_sim_bridge.errors import ConfigError
+from npu_sim_bridge.graph.names import node_name
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
+from npu_sim_bridge.passes.precision import casts, marks, ports
+from npu_sim_bridge.passes.precision import functions as fn
+from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of
+from npu_sim_bridge.passes.precision.lists import build_lists
+from npu_sim_bridge.report.model import NodeDecision
+
+# The placement pass (run before this one) stores {node: 'host' | 'device'} here; host nodes keep their dtype.
+PLACEMENT_CACHE = "placement"
+
+ALREADY_REWRITTEN = ("the graph was already rewritten by the precision pass (Grappler runs NpuOptimizer on each "
+                     "meta-optimizer iteration): its decisions are reported, the graph is left as it is")
+
+
+class PrecisionPass(GraphPass):
+    """Decides the dtype of every float op for the precision mode and rewrites the graph to match."""
+
+    name = "precision"
+    description = ("precision modes: decides which ops run in float16/bfloat16, inserts the Casts, "
+                   "emulates or runs float16")
+
+    def run(self, ctx: PassContext) -> PassResult:
+        view, report = ctx.view, ctx.report
+        mode = mode_info(ctx.options)
+        library = ctx.ops_library()
+        lists = build_lists(library, ctx.options.get("modify_mixlist"))
+        for text in lists.warnings:
+            report.warn(text)
+
+        setting = marks.setting(mode.mode, mode.emulate)
+        earlier = marks.recorded(view.nodes())
+        for function in view.graph_def.library.function:
+            earlier |= marks.recorded(function.node_def)
+        if earlier and earlier != {setting}:
+            raise ConfigError(
+                f"the graph was already rewritten by the precision pass for {', '.join(sorted(earlier))} "
+                f"(mode:execution), and now {setting} is asked; rewrite the original graph instead")
+        rewrite = not earlier
+        if not rewrite:
+            report.warn(ALREADY_REWRITTEN)
+            if ctx.item.is_function:  # a body Grappler hands over after the graph that calls it: reported there
+                return PassResult(changed=False, stats={"already_rewritten": True})
+
+        item = ctx.item
+        fetched = {node_name(t) for t in item.fetch}
+        fed = {node_name(t) for t in item.feed}
+        preserved = set(item.preserve) - fetched - fed
+        functions = {f.signature.name: f for f in view.graph_def.library.function}
+        totals = _Totals()
+        host = {name for name, where in (ctx.cache.get(PLACEMENT_CACHE) or {}).items() if where == "host"}
+        plans = Decider(view, library, lists, mode, fetched, fed, preserved, functions, host=host).run()
+        _fill_report(report, plans, prefix="")
+        rewriter = None
+        if rewrite:
+            rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions)
+            rewriter.apply()
+            rewriter.check_types()
+            _report_inserted(report, rewriter, prefix="")
+        totals.add(plans, rewriter)
+        bodies = self._functions(view, report, library, lists, mode, setting, functions, totals, rewrite)
+        view.compact()
+
+        stats = {
+            "mode": mode.mode,
+            "fp16_execution": "emulate" if mode.emulate else "native",
+            "nodes_dropped": totals.dropped,
+            "nodes_raised": totals.raised,
+            "casts_inserted": totals.casts,
+            "round_trips": totals.round_trips,
+            "nodes_retyped": totals.retyped,
+            "function_bodies": bodies,
+        }
+        if lists.mixlist is not None:
+            stats["mixlist_overrides"] = len(lists.overrides)
+        if not rewrite:
+            stats["already_rewritten"] = True
+        return PassResult(changed=bool(totals.casts or totals.retyped), stats=stats)
+
+    def _functions(self, view, report, library, lists, mode, setting, functions, totals, rewrite) -> int:
+        """Decide (and when `rewrite`, rewrite) the bodies of the functions the graph calls."""
+        count = 0
+        for fname in fn.reachable_functions(view, functions):
+            fdef = functions[fname]
+            if fn.is_parametrized(fdef):
+                report.warn(f"function {fname} has a signature parametrized by type attrs; its body is "
+                            "left as it is (keeps its dtypes)")
+                continue
+            body = fn.FunctionBody(fdef, functions)
+            body_view = GraphView(body.graph_def)
+            plans = Decider(body_view, library, lists, mode, functions=functions).run()
+            _fill_report(report, plans, prefix=f"{fname}/")
+            count += 1
+            if not rewrite:
+                totals.add(plans, None)
+                continue
+            rewriter = casts.Rewriter(body_view, plans, mode.low, mode.emulate, setting, functions)
+            rewriter.apply()
+            results = dict(body.results)
+            dtypes = body.result_dtypes()
+            for key, ref in body.results.items():
+                if dtypes.get(key) in ports.FLOAT_TYPES:
+                    new = rewriter.convert(ref, None, want_dtype=dtypes[key])
+                    if new is not None:
+                        results[key] = new
+            rewriter.check_types()
+            _report_inserted(report, rewriter, prefix=f"{fname}/")
+            totals.add(plans, rewriter)
+            if not (rewriter.casts_inserted or rewriter.retyped):
+                continue
+            body_view.compact()
+            new_fdef = body.to_function(body_view, results)
+            for index, existing in enumerate(view.graph_def.library.function):
+                if existing.signature.name == fname:
+                    view.graph_def.library.function[index].CopyFrom(new_fdef)
+                    functions[fname] = view.graph_def.library.function[index]
+                    break
+        return count
+
+
+class _Totals:
+    """Counters over the main graph and the function bodies."""
+
+    def __init__(self):
+        self.dropped = self.raised = self.casts = self.round_trips = self.retyped = 0
+
+    def add(self, plans, rewriter) -> None:
+        for plan in plans.values():
+            if plan.role not in (FIXED, GRAY) or plan.orig is None or plan.npu is None:
+                continue
+            if plan.orig == FP32 and plan.npu in ports.LOW_TYPES:
+                self.dropped += 1
+            elif plan.orig in ports.LOW_TYPES and plan.npu == FP32:
+                self.raised += 1
+        if rewriter is not None:
+            self.casts += rewriter.casts_inserted
+            self.round_trips += rewriter.round_trips
+            self.retyped += rewriter.retyped
+
+
+def _fill_report(report, plans, prefix: str) -> None:
+    for name, plan in plans.items():
+        key = prefix + name
+        record = report.nodes.get(key)
+        if record is None:
+            record = report.nodes[key] = NodeDecision(name=key, op=plan.op)
+        if plan.role in (FIXED, GRAY):
+            record.list = plan.colour
+        if plan.port_npu is not None:
+            floats = [(p.dtype, plan.port_npu[p.index]) for p in plan.sig.outputs
+                      if p.is_float and p.index is not None]
+            if floats:
+                record.dtype_before, record.dtype_after = name_of(floats[0][0]), name_of(floats[0][1])
+        elif plan.orig is not None:
+            record.dtype_before, record.dtype_after = name_of(plan.orig), name_of(plan.npu)
+        if plan.reason:
+            record.add_reason(plan.reason)
+
+
+def _report_inserted(report, rewriter, prefix: str) -> None:
+    for name, source, src, dst, kind in rewriter.inserted:
+        what = "float16 round trip" if kind == "round" else "Cast"
+        report.nodes[prefix + name] = NodeDecision(
+            name=prefix + name, op="Cast", dtype_before=name_of(src), dtype_after=name_of(dst),
+            reason=f"inserted by precision: {what} of {source}")

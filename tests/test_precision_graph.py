@@ -1,0 +1,358 @@
+"""Invariants of the precision rewrite: idempotence, shared Casts, variables, fetches, list and repeated
+type attrs, existing Casts, float16 graphs, integer tensors, v1 while frames and functional While/If."""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+from tensorflow.core.protobuf import rewriter_config_pb2
+
+import npu_sim_bridge
+from npu_sim_bridge.config import from_dict
+from npu_sim_bridge.passes import ItemInfo, run_pipeline
+from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, MARK_ATTR
+
+HALF, FLOAT = types_pb2.DT_HALF, types_pb2.DT_FLOAT
+
+
+def rewrite(graph, fetches, **options):
+    options = {"sim_passes": "precision", **options}
+    return npu_sim_bridge.rewrite(graph.as_graph_def(), options, fetches=fetches)
+
+
+def nodes_of(graph_def):
+    return {node.name: node for node in graph_def.node}
+
+
+def inserted(graph_def):
+    return [node for node in graph_def.node if INSERTED_ATTR in node.attr]
+
+
+def run_graph_def(graph_def, fetches, feed, init=None):
+    """Import a GraphDef into a fresh graph and run it in a plain Session (no NpuOptimizer)."""
+    with tf.Graph().as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+        with tf.compat.v1.Session() as sess:
+            if init:
+                sess.run(init)
+            return sess.run(fetches, feed)
+
+
+def mlp_graph():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [4, 3], name="x")
+        w = tf.compat.v1.get_variable("w", [3, 3], initializer=tf.compat.v1.constant_initializer(0.5),
+                                      use_resource=False)
+        mm = tf.matmul(x, w, name="mm")
+        tf.identity(tf.math.log(mm, name="log") + tf.reduce_mean(mm, name="mean"), name="y")
+        tf.compat.v1.global_variables_initializer()
+    return graph
+
+
+@pytest.mark.parametrize("execution", ["emulate", "native"])
+def test_running_the_pass_twice_changes_nothing(execution):
+    from npu_sim_bridge.testing import models
+
+    model = models.lstm(batch_size=2, time_steps=3, input_dim=4, units=4, control_flow="v1")
+    options = from_dict({"precision_mode": "allow_mix_precision", "sim_fp16_execution": execution,
+                         "sim_passes": "precision"})
+    item = ItemInfo(fetch=tuple(model.fetch_names()))
+    first = run_pipeline(model.graph_def(), options, item, remember=False)
+    second = run_pipeline(first.graph_def, options, item, remember=False)
+    assert first.report.passes[0].changed and first.report.passes[0].stats["casts_inserted"] > 0
+    assert second.graph_def == first.graph_def
+    assert second.graph_def.SerializeToString(deterministic=True) == \
+        first.graph_def.SerializeToString(deterministic=True)
+    assert not second.report.passes[0].changed and second.report.passes[0].stats["already_rewritten"]
+    assert second.report.nodes["rnn/while/lstm_cell/MatMul"].dtype_after == "float16"
+    again = run_pipeline(model.graph_def(), options, item, remember=False)  # deterministic names and order
+    assert again.graph_def == first.graph_def
+
+
+def test_rewritten_graph_with_other_options_is_refused():
+    graph_def, _ = rewrite(mlp_graph(), ["y"], precision_mode="allow_mix_precision")
+    with pytest.raises(npu_sim_bridge.PassError, match="already rewritten by the precision pass for "
+                                                       "allow_mix_precision:emulate.*force_fp16:emulate"):
+        npu_sim_bridge.rewrite(graph_def, {"precision_mode": "force_fp16", "sim_passes": "precision"})
+
+
+def test_one_cast_per_producer_output_shared_by_consumers():
+    graph_def, report = rewrite(mlp_graph(), ["y"], precision_mode="allow_mix_precision",
+                                sim_fp16_execution="native")
+    nodes = nodes_of(graph_def)
+    assert nodes["mm"].attr["T"].type == HALF
+    # Log and Exp are black: both read mm through the same Cast back to float32, named after mm.
+    cast = nodes["mm/NpuSimCast_0_float32"]
+    assert (cast.attr["SrcT"].type, cast.attr["DstT"].type) == (HALF, FLOAT)
+    readers = sorted(n.name for n in graph_def.node if "mm/NpuSimCast_0_float32" in n.input)
+    assert readers == ["log", "mean"]
+    assert report.nodes["log"].dtype_after == report.nodes["mean"].dtype_after == "float32"
+    names = collections.Counter(node.name for node in inserted(graph_def))
+    assert all(count == 1 for count in names.values())
+    assert all(node.attr[MARK_ATTR].s == b"allow_mix_precision:native" for node in inserted(graph_def))
+    assert report.nodes["mm/NpuSimCast_0_float32"].reason == "inserted by precision: Cast of mm"
+
+
+def test_variables_keep_float32_and_their_reads_are_cast():
+    graph_def, report = rewrite(mlp_graph(), ["y"], precision_mode="force_fp16", sim_fp16_execution="native")
+    nodes = nodes_of(graph_def)
+    assert nodes["w"].op == "VariableV2" and nodes["w"].attr["dtype"].type == FLOAT
+    assert nodes["w/Assign"].attr["T"].type == FLOAT
+    assert nodes["w/read"].attr["T"].type == FLOAT
+    assert nodes["mm"].input[1] == "w/read/NpuSimCast_0_float16"
+    assert report.nodes["w/Assign"].reason.startswith("reads or updates a variable")
+    value = run_graph_def(graph_def, "y:0", {"x:0": np.ones((4, 3), np.float32)}, init="init")
+    assert np.isfinite(value).all()
+
+
+def test_fetched_and_fed_nodes_keep_dtype_and_name():
+    graph = mlp_graph()
+    graph_def, report = rewrite(graph, ["mm:0", "y"], precision_mode="force_fp16", sim_fp16_execution="native")
+    nodes = nodes_of(graph_def)
+    assert nodes["mm"].attr["T"].type == FLOAT and report.nodes["mm"].reason == "fetched: keeps float32"
+    assert nodes["y"].attr["T"].type == FLOAT
+    item = ItemInfo(fetch=("y",), feed=("log",))
+    result = run_pipeline(graph.as_graph_def(), from_dict({"precision_mode": "force_fp16", "sim_passes": "precision",
+                                                           "sim_fp16_execution": "native"}), item, remember=False)
+    log = nodes_of(result.graph_def)["log"]
+    assert log.attr["T"].type == FLOAT and result.report.nodes["log"].reason == "fed: keeps float32"
+
+
+def test_identity_n_list_type_attr_changes_per_element():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+        low = tf.matmul(x, x, name="low")
+        both = tf.identity_n([low, x], name="both")
+        tf.identity(tf.nn.relu(both[0], name="relu") + tf.math.log(both[1], name="log"), name="y")
+    graph_def, report = rewrite(graph, ["y"], precision_mode="allow_mix_precision", sim_fp16_execution="native")
+    nodes = nodes_of(graph_def)
+    assert list(nodes["both"].attr["T"].list.type) == [HALF, FLOAT]
+    assert nodes["relu"].attr["T"].type == HALF and report.nodes["relu"].reason == "gray: follows both"
+    value = run_graph_def(graph_def, "y:0", {"x:0": np.full((2, 2), 2.0, np.float32)})
+    np.testing.assert_allclose(value, np.full((2, 2), 8.0 + np.log(2.0)), rtol=1e-3)
+
+
+def test_add_n_repeated_type_attr_casts_every_input():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+        total = tf.add_n([tf.matmul(x, x, name="a"), tf.matmul(x, x, name="b"), x], name="total")
+        tf.identity(total, name="y")
+    graph_def, report = rewrite(graph, ["y"], precision_mode="allow_mix_precision", sim_fp16_execution="native")
+    nodes = nodes_of(graph_def)
+    assert nodes["total"].attr["T"].type == HALF and nodes["total"].attr["N"].i == 3
+    assert list(nodes["total"].input) == ["a", "b", "x/NpuSimCast_0_float16"]
+    assert nodes["y"].input[0] == "total/NpuSimCast_0_float32"
+    value = run_graph_def(graph_def, "y:0", {"x:0": np.ones((2, 2), np.float32)})
+    np.testing.assert_allclose(value, np.full((2, 2), 5.0))
+
+
+def float16_graph():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+        x16 = tf.cast(x, tf.float16, name="x16")
+        w16 = tf.constant(np.full((2, 2), 0.5, np.float16), name="w16")
+        relu16 = tf.nn.relu(tf.matmul(x16, w16, name="mm16"), name="relu16")
+        tf.identity(tf.cast(relu16, tf.float32, name="back"), name="y")
+    return graph
+
+
+@pytest.mark.parametrize("execution", ["emulate", "native"])
+def test_float16_graph_is_left_alone_under_mix_precision(execution):
+    graph_def, report = rewrite(float16_graph(), ["y"], precision_mode="allow_mix_precision",
+                                sim_fp16_execution=execution)
+    assert graph_def == _with_defaults(float16_graph())
+    assert report.nodes["mm16"].reason == "keeps float16: mix precision lowers float32 ops only"
+    assert report.nodes["x16"].reason == "existing Cast: keeps SrcT and DstT"
+
+
+def _with_defaults(graph):
+    graph_def, _ = npu_sim_bridge.rewrite(graph.as_graph_def(), {"sim_passes": "none"}, fetches=["y"])
+    return graph_def
+
+
+def test_force_fp32_raises_float16_ops_and_keeps_existing_casts():
+    graph_def, report = rewrite(float16_graph(), ["y"], precision_mode="force_fp32")
+    nodes = nodes_of(graph_def)
+    assert nodes["mm16"].attr["T"].type == FLOAT and nodes["relu16"].attr["T"].type == FLOAT
+    assert report.passes[0].stats["nodes_raised"] == 2
+    assert (nodes["x16"].attr["SrcT"].type, nodes["x16"].attr["DstT"].type) == (FLOAT, HALF)
+    assert list(nodes["mm16"].input) == ["x16/NpuSimCast_0_float32", "w16/NpuSimCast_0_float32"]
+    value = run_graph_def(graph_def, "y:0", {"x:0": np.full((2, 2), 3.0, np.float32)})
+    np.testing.assert_allclose(value, np.full((2, 2), 3.0))
+
+
+def test_integer_and_bool_tensors_never_change():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [4], name="x")
+        ids = tf.compat.v1.placeholder(tf.int32, [4], name="ids")
+        doubled = tf.add(ids, ids, name="int_add")
+        mask = tf.greater(x, 0.5, name="mask")
+        picked = tf.where(mask, x * tf.cast(doubled, tf.float32), x, name="picked")
+        tf.identity(tf.reduce_sum(picked, name="sum"), name="y")
+    graph_def, report = rewrite(graph, ["y"], precision_mode="force_fp16", sim_fp16_execution="native")
+    nodes = nodes_of(graph_def)
+    assert nodes["int_add"].attr["T"].type == types_pb2.DT_INT32
+    assert nodes["mask"].attr["T"].type == HALF  # a float op with a bool output
+    floats = {FLOAT, HALF, types_pb2.DT_BFLOAT16}
+    for node in inserted(graph_def):
+        assert node.attr["SrcT"].type in floats and node.attr["DstT"].type in floats
+    value = run_graph_def(graph_def, "y:0", {"x:0": np.array([0.0, 1.0, 2.0, 0.25], np.float32),
+                                            "ids:0": np.array([1, 2, 3, 4], np.int32)})
+    assert value == pytest.approx(0.25 + 4.0 + 12.0)
+
+
+def while_graph(v2):
+    (tf.compat.v1.enable_control_flow_v2 if v2 else tf.compat.v1.disable_control_flow_v2)()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+            w = tf.compat.v1.get_variable("w", [2, 2], initializer=tf.compat.v1.constant_initializer(0.5))
+            _, out = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.nn.relu(tf.matmul(a, w)) + 0.1),
+                                   [0, x])
+            branch = tf.cond(out[0, 0] > 0.0, lambda: out * 2.0, lambda: out)
+            tf.identity(branch, name="y")
+            tf.compat.v1.global_variables_initializer()
+    finally:
+        tf.compat.v1.disable_control_flow_v2()
+    return graph
+
+
+FEED = {"x:0": np.full((2, 2), 1.3, np.float32)}
+
+
+@pytest.mark.parametrize("execution", ["emulate", "native"])
+def test_v1_while_frame_casts_stay_in_the_producer_frame(execution):
+    graph = while_graph(v2=False)
+    graph_def, report = rewrite(graph, ["y"], precision_mode="allow_mix_precision", sim_fp16_execution=execution)
+    assert report.nodes["while/MatMul"].dtype_after == "float16"
+    assert report.nodes["while/Merge_1"].dtype_after == "float16"
+    nodes = nodes_of(graph_def)
+    for cast in inserted(graph_def):  # each Cast reads the producer it is named after (or its first Cast)
+        source = cast.input[0].split(":")[0]
+        while INSERTED_ATTR in nodes[source].attr:
+            source = nodes[source].input[0].split(":")[0]
+        assert cast.name.rsplit("/NpuSim", 1)[0] == source
+        assert nodes[source].op != "NextIteration"  # nothing sits between NextIteration and its Merge
+    merge = nodes["while/Merge_1"]
+    assert [nodes[i.split(":")[0]].op for i in merge.input] == ["Cast", "NextIteration"]
+    reference = run_graph_def(graph.as_graph_def(), "y:0", FEED, init="init")
+    value = run_graph_def(graph_def, "y:0", FEED, init="init")
+    np.testing.assert_allclose(value, reference, rtol=5e-3)
+    assert not np.array_equal(value, reference)
+
+
+@pytest.mark.parametrize("execution", ["emulate", "native"])
+def test_functional_while_and_if_bodies_are_rewritten(execution):
+    graph = while_graph(v2=True)
+    graph_def, report = rewrite(graph, ["y"], precision_mode="allow_mix_precision", sim_fp16_execution=execution)
+    nodes = nodes_of(graph_def)
+    loop = next(n for n in graph_def.node if n.op in ("While", "StatelessWhile"))
+    assert loop.attr["T"] == nodes_of(graph.as_graph_def())[loop.name].attr["T"]  # signature kept
+    assert report.nodes[loop.name].reason.startswith("function call: keeps its signature dtypes")
+    body = next(f for f in graph_def.library.function if f.signature.name == loop.attr["body"].func.name)
+    matmul = next(n for n in body.node_def if n.op == "MatMul")
+    assert any("NpuSimCast" in n.name for n in body.node_def)
+    assert report.nodes[f"{body.signature.name}/{matmul.name}"].dtype_after == "float16"
+    assert matmul.attr["T"].type == (HALF if execution == "native" else FLOAT)
+    assert report.passes[0].stats["function_bodies"] >= 3  # cond, body, and the If branches
+    reference = run_graph_def(graph.as_graph_def(), "y:0", FEED, init="init")
+    value = run_graph_def(graph_def, "y:0", FEED, init="init")
+    np.testing.assert_allclose(value, reference, rtol=5e-3)
+    again, _ = npu_sim_bridge.rewrite(graph_def, {"sim_passes": "precision", "precision_mode": "allow_mix_precision",
+                                                  "sim_fp16_execution": execution}, fetches=["y"])
+    assert again == graph_def
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_while_loop_in_a_session(npu_config, v2):
+    graph = while_graph(v2)
+    config = npu_config(precision_mode="allow_mix_precision")
+    config.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
+    with tf.compat.v1.Session(graph=graph, config=config) as sess:
+        sess.run("init")
+        value = sess.run("y:0", FEED)
+    reference = run_graph_def(graph.as_graph_def(), "y:0", FEED, init="init")
+    np.testing.assert_allclose(value, reference, rtol=5e-3)
+    np.testing.assert_array_equal(value, value.astype(np.float16).astype(np.float32))
+    matmuls = [d for r in npu_sim_bridge.recent_reports() for d in r.nodes.values()
+               if d.op == "MatMul" and "while/" in d.name and d.list]  # the lowered frame of either version
+    assert matmuls and all(d.dtype_after == "float16" for d in matmuls)
+
+
+def test_emulation_shares_round_trips_and_skips_exact_ops():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+        mm = tf.matmul(x, x, name="mm")
+        relu = tf.nn.relu(mm, name="relu")                    # exact on float16 inputs: no round trip after it
+        tf.identity(tf.sigmoid(relu, name="a") + tf.tanh(relu, name="b") + tf.tanh(mm, name="c"), name="y")
+    graph_def, report = rewrite(graph, ["y"], precision_mode="allow_mix_precision")
+    names = {node.name for node in inserted(graph_def)}
+    # x is rounded once for both MatMul inputs; mm once for relu and c; relu (exact) not at all.
+    assert {"x/NpuSimCast_0_float16", "x/NpuSimRound_0_float16", "mm/NpuSimCast_0_float16",
+            "mm/NpuSimRound_0_float16"} <= names
+    assert not any(name.startswith("relu/") for name in names)
+    nodes = nodes_of(graph_def)
+    assert list(nodes["mm"].input) == ["x/NpuSimRound_0_float16", "x/NpuSimRound_0_float16"]
+    assert nodes["relu"].input[0] == nodes["c"].input[0] == "mm/NpuSimRound_0_float16"
+    assert report.passes[0].stats["round_trips"] == len(names) // 2
+
+
+def test_cube_fp16in_fp32out_rounds_the_inputs_only():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+        tf.identity(tf.matmul(x, x, name="mm") + 1.0, name="y")
+    for execution in ("emulate", "native"):
+        graph_def, _ = rewrite(graph, ["y"], precision_mode="cube_fp16in_fp32out", sim_fp16_execution=execution)
+        nodes = nodes_of(graph_def)
+        assert nodes["mm"].attr["T"].type == FLOAT
+        assert list(nodes["mm"].input) == ["x/NpuSimRound_0_float16"] * 2
+        assert not any(name.startswith("mm/") for name in nodes)
+        x = np.array([[1.0001, 2.0], [3.0, 4.0]], np.float32)
+        value = run_graph_def(graph_def, "y:0", {"x:0": x})
+        rounded = x.astype(np.float16).astype(np.float32)
+        np.testing.assert_allclose(value, rounded @ rounded + 1.0, rtol=1e-6)
+
+
+def test_a_type_mismatch_would_be_raised_not_run(monkeypatch):
+    from npu_sim_bridge.passes.precision import casts
+
+    original = casts.Rewriter._retype
+
+    def forget_one(self):  # simulate a bug: the Casts are inserted for a retype that did not happen
+        original(self)
+        node = self.view.node("mm")
+        node.attr["T"].type = FLOAT
+
+    monkeypatch.setattr(casts.Rewriter, "_retype", forget_one)
+    with pytest.raises(npu_sim_bridge.PassError, match=r"internal error of the precision pass: input 0 of mm "
+                                                       r"\(MatMul\) would get float16 from x/NpuSimCast_0_float16 "
+                                                       "but takes float32"):
+        rewrite(mlp_graph(), ["y"], precision_mode="allow_mix_precision", sim_fp16_execution="native")
+
+
+def test_grappler_second_iteration_leaves_the_graph_and_reports(npu_config):
+    graph = mlp_graph()
+    with tf.compat.v1.Session(graph=graph, config=npu_config(precision_mode="allow_mix_precision")) as sess:
+        sess.run("init")
+        sess.run("y:0", {"x:0": np.ones((4, 3), np.float32)})
+    records = [(r, p) for r in npu_sim_bridge.recent_reports() for p in r.passes if p.name == "precision"]
+    first = [(r, p) for r, p in records if "mm" in r.nodes and p.changed]
+    main = [(r, p) for r, p in records if r.graph_id.split("_", 1)[1] == "tf_graph"]  # not a function item
+    second = [(r, p) for r, p in main if p.stats.get("already_rewritten")]
+    assert first and first[0][0].nodes["mm"].dtype_after == "float16"
+    assert second and not any(p.changed for _, p in second)
+    report = second[0][0]
+    assert any("already rewritten by the precision pass" in text for text in report.warnings)
+    # The decisions are reported again, read from the rewritten graph (here inside the GeOp body).
+    again = [d for d in report.nodes.values() if d.name.split("/")[-1] == "mm" and d.list]
+    assert again and again[0].dtype_after == "float16" and again[0].reason == "white list"
