@@ -1,0 +1,378 @@
+"""Propose device segments: maximal groups of device nodes whose contraction creates no cycle.
+
+Units: a node of the root frame, or a whole outermost v1 while frame (never split). Each device
+unit gets a layer: ASAP, a unit's layer is the number of host units with device ancestors on the
+longest path to it, then units are pushed as late as their consumers allow (so constants and
+variable reads join the segment that uses them). Any path from one device unit to another
+through a host unit strictly raises the layer, so device units of one layer that are connected
+by direct device-device edges form a segment, and the contracted graph is acyclic by
+construction (no merge needs a reachability search).
+
+Tied edges must not cross a segment boundary: string, variant and ref tensors, resource handles
+that do not come from a variable op, and tensors of a v1 cond branch (which may be dead). When a
+proposal leaves a tied edge across a boundary, its device ends go to the host and the proposal is
+made again, until no tied edge crosses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from collections import defaultdict
+from typing import Callable, NamedTuple
+
+from tensorflow.core.framework import types_pb2
+
+from npu_sim_bridge.errors import UnsupportedGraphError
+from npu_sim_bridge.graph.control_flow import MERGE_OPS, SWITCH_OPS, Frames
+from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.ports import input_ports, output_ports
+from npu_sim_bridge.graph.validate import BACK_EDGE_OPS
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.passes.partition.support import BOUNDARY_DTYPES, VARIABLE_OPS
+
+HOST = "host"
+DEVICE = "device"
+_EMPTY = frozenset()
+_INF = float("inf")
+# Ops that do no arithmetic: a segment made only of them is not worth a GeOp.
+BOOKKEEPING_OPS = frozenset({"Identity", "IdentityN", "NoOp", "Snapshot", "StopGradient"})
+
+
+@dataclasses.dataclass
+class Proposal:
+    """Host reasons of the nodes that stay on the host, and the device segments (node names, in order)."""
+
+    host: dict[str, str]
+    segments: list[list[str]]
+    dropped: list[tuple[list[str], str]] = dataclasses.field(default_factory=list)  # (nodes, why)
+    rounds: int = 0
+
+    def placement(self, names) -> dict[str, str]:
+        return {name: HOST if name in self.host else DEVICE for name in names}
+
+
+class _Edge(NamedTuple):
+    producer: str
+    port: int           # -1: control edge
+    consumer: str
+    source: int         # unit of the producer
+    target: int         # unit of the consumer
+
+
+def _split(text: str) -> tuple[str, int]:
+    """(node, port) of a GraphDef input string, port -1 for "^node" (parse_input without the tuple type)."""
+    if text.startswith("^"):
+        return text[1:], -1
+    name, sep, port = text.rpartition(":")
+    if sep and port.isdigit():
+        return name, int(port)
+    return text, 0
+
+
+class _Units:
+    """The graph contracted to units, with a topological order over them."""
+
+    def __init__(self, view: GraphView, order: list[str], frames: Frames, split: set[str]):
+        self.of: dict[str, int] = {}
+        self.nodes: list[list[str]] = []
+        self.frame: list[str] = []
+        keys: dict[tuple[str, str], int] = {}
+        for name in order:
+            top = frames.top(name)
+            key = ("frame", top) if top and top not in split else ("node", name)
+            unit = keys.get(key)
+            if unit is None:
+                unit = keys[key] = len(self.nodes)
+                self.nodes.append([])
+                self.frame.append(top if key[0] == "frame" else "")
+            self.nodes[unit].append(name)
+            self.of[name] = unit
+        self.edges: list[_Edge] = []
+        succ: list[set[int]] = [set() for _ in self.nodes]
+        pred: list[set[int]] = [set() for _ in self.nodes]
+        records = {name: (op, inputs) for name, op, inputs in view.records()}
+        back_edge_sources = {name for name in order if records[name][0] in BACK_EDGE_OPS}
+        unit_of = self.of
+        for name in order:
+            target = unit_of[name]
+            for text in records[name][1]:
+                producer, port = _split(text)
+                source = unit_of.get(producer)
+                if source is None or source == target or producer in back_edge_sources:
+                    continue
+                self.edges.append(_Edge(producer, port, name, source, target))
+                succ[source].add(target)
+                pred[target].add(source)
+        self.succ = [sorted(s) for s in succ]
+        self.pred = [sorted(p) for p in pred]
+        self.order, self.stuck = self._topological()
+
+    def _topological(self) -> tuple[list[int], list[int]]:
+        """Kahn's algorithm, the lowest unit index first among the ready ones (deterministic)."""
+        pending = [len(p) for p in self.pred]
+        heap = [u for u in range(len(self.nodes)) if pending[u] == 0]
+        heapq.heapify(heap)
+        order: list[int] = []
+        while heap:
+            unit = heapq.heappop(heap)
+            order.append(unit)
+            for user in self.succ[unit]:
+                pending[user] -= 1
+                if pending[user] == 0:
+                    heapq.heappush(heap, user)
+        stuck = [u for u in range(len(self.nodes)) if pending[u] > 0]
+        return order, stuck
+
+
+class EdgeKinds:
+    """Says which tensors may not cross a segment boundary, and why."""
+
+    def __init__(self, view: GraphView, functions):
+        self.view = view
+        self.functions = functions
+        self._outputs: dict[str, list] = {}
+
+    def output_types(self, name: str):
+        ports = self._outputs.get(name)
+        if ports is None:
+            try:
+                ports = output_ports(self.view.node(name), self.functions)
+            except UnsupportedGraphError:
+                ports = []
+            self._outputs[name] = ports
+        return ports
+
+    def tensor_kind(self, producer: str, port: int, consumer: str) -> str | None:
+        """'string', 'variant', 'ref' or 'resource' for a data edge that may not cross; else None."""
+        ports = self.output_types(producer)
+        if port < len(ports):
+            dtype, is_ref = ports[port].dtype, ports[port].is_ref
+        else:
+            dtype, is_ref = self._consumer_side(producer, port, consumer)
+        if is_ref:
+            return "ref (TF1 variable)"
+        kind = BOUNDARY_DTYPES.get(dtype)
+        if kind == "resource" and self.view.node(producer).op in VARIABLE_OPS:
+            return None  # a variable's handle: the GeOp takes it as an input, as TF functions do
+        return kind
+
+    def _consumer_side(self, producer, port, consumer):
+        node = self.view.node(consumer)
+        data_position = 0
+        for text in node.input:
+            ref = parse_input(text)
+            if ref.is_control:
+                continue
+            if ref.node == producer and ref.port == port:
+                try:
+                    found = input_ports(node, self.functions)[data_position]
+                except (UnsupportedGraphError, IndexError):
+                    return types_pb2.DT_INVALID, False
+                return found.dtype, found.is_ref
+            data_position += 1
+        return types_pb2.DT_INVALID, False
+
+
+def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, str], *,
+            kinds: EdgeKinds, is_compute: Callable[[str], bool], sink_all: bool) -> Proposal:
+    """Segments for the nodes not in `host` (node -> reason); `host` is not modified.
+
+    `is_compute(op)` says whether an op does arithmetic (segments without one stay on host);
+    `sink_all` false keeps only the largest segment (full-sink mode).
+    """
+    host = dict(host)
+    split: set[str] = set()
+    rounds = 0
+    units = None
+    while True:
+        rounds += 1
+        if units is None:  # the units change only when a frame has to be split
+            units = _Units(view, order, frames, split)
+            guards = _guards(view, units)
+        if units.stuck:
+            # A frame tangled with outside nodes into a cycle of units: keep its nodes apart, on host.
+            for unit in units.stuck:
+                if units.frame[unit]:
+                    split.add(units.frame[unit])
+                    for name in units.nodes[unit]:
+                        host.setdefault(name, f"host: v1 while frame {units.frame[unit]} is tangled in a "
+                                              "cycle with nodes outside it")
+            units = None
+            continue
+        device_unit = _unit_placement(units, host)
+        segment_of, segments = _segments(units, device_unit)
+        violations = _tied_violations(units, kinds, guards, segment_of)
+        if not violations:
+            break
+        for edge, kind in violations:
+            why = f"host: {kind} tensor at the segment boundary ({edge.producer} -> {edge.consumer})"
+            for name, unit in ((edge.producer, edge.source), (edge.consumer, edge.target)):
+                if device_unit[unit]:
+                    for member in units.nodes[unit]:
+                        host.setdefault(member, why)
+
+    proposal = Proposal(host=host, segments=[], rounds=rounds)
+    position = {name: i for i, name in enumerate(order)}
+    kept = []
+    for members in segments:
+        nodes = [name for unit in members for name in units.nodes[unit]]
+        if not any(is_compute(view.node(name).op) for name in nodes):
+            proposal.dropped.append((nodes, "trivial"))
+            for name in nodes:
+                host.setdefault(name, "host: its segment holds only constants, variable reads or "
+                                      "pass-through ops, not worth a GeOp")
+            continue
+        kept.append(sorted(nodes, key=position.__getitem__))
+    if not sink_all and len(kept) > 1:
+        sizes = [sum(1 for name in nodes if is_compute(view.node(name).op)) for nodes in kept]
+        largest = max(range(len(kept)), key=lambda i: (sizes[i], -i))
+        for index, nodes in enumerate(kept):
+            if index == largest:
+                continue
+            proposal.dropped.append((nodes, "full_sink"))
+            for name in nodes:
+                host.setdefault(name, "host: mix_compile_mode is off, so only the largest segment sinks; "
+                                      "enable mix_compile_mode to sink this one too")
+        kept = [kept[largest]]
+    proposal.segments = kept
+    return proposal
+
+
+def _unit_placement(units: _Units, host: dict[str, str]) -> list[bool]:
+    """True for device units; a frame with one host node goes to the host whole."""
+    device = []
+    for unit, nodes in enumerate(units.nodes):
+        host_nodes = [name for name in nodes if name in host]
+        if host_nodes and units.frame[unit]:
+            first = host_nodes[0]
+            reason = host[first][len("host: "):] if host[first].startswith("host: ") else host[first]
+            why = f"host: v1 while frame {units.frame[unit]} holds host op {first} ({reason})"
+            for name in nodes:
+                host.setdefault(name, why)
+        device.append(not host_nodes)
+    return device
+
+
+def _guards(view: GraphView, units: _Units):
+    """Per unit, the v1 cond branches (Switch, port) its outputs depend on; port-wise for Switch.
+
+    Returns a function (producer node, port) -> frozenset. A Merge's output depends on what all
+    its data inputs share; a Switch adds itself; a frame unit's outputs carry what enters it.
+    """
+    if not any(view.node(name).op in SWITCH_OPS for names in units.nodes for name in names):
+        return lambda producer, port: _EMPTY
+    unit_guard: dict[int, frozenset] = {}
+    switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
+
+    def tensor_guard(producer: str, port: int) -> frozenset:
+        unit = units.of[producer]
+        if producer in switch_guard:
+            pair = switch_guard[producer]
+            return pair[0] | pair[1] if port < 0 else pair[min(port, 1)]
+        return unit_guard.get(unit, _EMPTY)
+
+    for unit in units.order:
+        nodes = units.nodes[unit]
+        if units.frame[unit]:
+            entering = _EMPTY
+            for name in nodes:
+                for text in view.node(name).input:
+                    ref = parse_input(text)
+                    producer = view.get(ref.node)
+                    if producer is None or producer.op in BACK_EDGE_OPS or units.of[ref.node] == unit:
+                        continue
+                    entering = entering | tensor_guard(ref.node, ref.port)
+            unit_guard[unit] = entering
+            continue
+        node = view.node(nodes[0])
+        data: list[frozenset] = []
+        control = _EMPTY
+        for text in node.input:
+            ref = parse_input(text)
+            if ref.node not in units.of or view.node(ref.node).op in BACK_EDGE_OPS:
+                continue
+            guard = tensor_guard(ref.node, ref.port)
+            if ref.is_control:
+                control = control | guard
+            else:
+                data.append(guard)
+        if node.op in MERGE_OPS:
+            merged = frozenset.intersection(*data) if data else _EMPTY
+            unit_guard[unit] = merged | control
+        else:
+            combined = control.union(*data) if data else control
+            unit_guard[unit] = combined
+            if node.op in SWITCH_OPS:
+                switch_guard[node.name] = (combined | {(node.name, 0)}, combined | {(node.name, 1)})
+    return tensor_guard
+
+
+def _segments(units: _Units, device: list[bool]) -> tuple[dict[int, int], list[list[int]]]:
+    """Layer the device units and group each layer's connected device units into segments."""
+    layer_asap = [0] * len(units.nodes)
+    has_device_ancestor = [False] * len(units.nodes)
+    for unit in units.order:
+        level, reached = 0, device[unit]
+        for source in units.pred[unit]:
+            step = 1 if (device[unit] and not device[source] and has_device_ancestor[source]) else 0
+            level = max(level, layer_asap[source] + step)
+            reached = reached or has_device_ancestor[source]
+        layer_asap[unit] = level
+        has_device_ancestor[unit] = reached
+    layer = [0] * len(units.nodes)
+    bound = [_INF] * len(units.nodes)      # for host units: the lowest layer of a device descendant
+    for unit in reversed(units.order):
+        limit = _INF
+        for target in units.succ[unit]:
+            if device[target]:
+                limit = min(limit, layer[target])
+            else:
+                limit = min(limit, bound[target] - (1 if device[unit] else 0))
+        if device[unit]:
+            layer[unit] = layer_asap[unit] if limit == _INF else int(limit)
+        else:
+            bound[unit] = limit
+    parent = list(range(len(units.nodes)))
+
+    def find(unit: int) -> int:
+        while parent[unit] != unit:
+            parent[unit] = parent[parent[unit]]
+            unit = parent[unit]
+        return unit
+
+    for unit in units.order:
+        if not device[unit]:
+            continue
+        for target in units.succ[unit]:
+            if device[target] and layer[target] == layer[unit]:
+                a, b = find(unit), find(target)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for unit in units.order:
+        if device[unit]:
+            groups[find(unit)].append(unit)
+    rank = {unit: i for i, unit in enumerate(units.order)}
+    segments = sorted(groups.values(), key=lambda members: rank[members[0]])
+    segment_of = {unit: index for index, members in enumerate(segments) for unit in members}
+    return segment_of, segments
+
+
+def _tied_violations(units: _Units, kinds: EdgeKinds, guards, segment_of: dict[int, int]):
+    violations = []
+    for edge in units.edges:
+        source_segment = segment_of.get(edge.source)
+        target_segment = segment_of.get(edge.target)
+        if source_segment is None and target_segment is None:
+            continue
+        if source_segment == target_segment:
+            continue
+        kind = None
+        if edge.port >= 0:
+            kind = kinds.tensor_kind(edge.producer, edge.port, edge.consumer)
+        if kind is None and guards(edge.producer, edge.port):
+            kind = "v1 cond branch (may be dead)"
+        if kind is not None:
+            violations.append((edge, kind))
+    return violations

@@ -1,0 +1,275 @@
+"""The passes "placement" (host or device per node) and "partition" (device segments outlined into GeOps).
+
+placement runs first: it applies the candidate test, keeps v1 while frames whole, proposes the
+segments and stores {node: 'host'|'device'} in ctx.cache["placement"] for the passes after it.
+partition runs after them (precision adds Casts in between): nodes without a decision get the
+candidate test, the segments are proposed again on the current graph and each one becomes a
+FunctionDef called by a node `GeOp<graph>_<seq>`. A graph that already holds GeOps (the second
+Grappler iteration) and function bodies are left alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import Counter
+
+from tensorflow.core.framework import attr_value_pb2
+from tensorflow.core.protobuf import config_pb2
+
+from npu_sim_bridge.graph.control_flow import Frames
+from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
+from npu_sim_bridge.graph.validate import topological_order
+from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
+from npu_sim_bridge.passes.partition import cluster, support
+from npu_sim_bridge.report.model import NodeDecision
+
+GEOP_ATTR = "_npu_sim_geop"            # on a call node: the name of its GeOp
+IN_GEOP_ATTR = "_npu_sim_in_geop"      # on a function body node: the GeOp that runs it
+STUB_ATTR = "_npu_sim_geop_stub"       # on a node that keeps the name of a node now inside a GeOp
+PLACEMENT_CACHE = "placement"
+_REASONS_CACHE = "partition/host_reasons"
+_INHERENT_CACHE = "partition/inherent_host"
+_PROPOSAL_CACHE = "partition/proposal"
+
+# Host reasons that hold in any mode: the adapter never sinks these, so they do not ask the
+# user to enable mix_compile_mode.
+INHERENT_PREDICATES = frozenset({
+    support.graph_input, support.fed_by_session, support.variable, support.checkpoint_io,
+    support.summary, support.data_input, support.queue,
+})
+
+_graph_numbers = itertools.count(1)
+_graph_numbers_lock = threading.Lock()
+
+# The GeOp bodies were optimized with the graph that holds them; Grappler need not run again
+# when a call instantiates its function.
+_CALL_CONFIG = config_pb2.ConfigProto()
+_CALL_CONFIG.graph_options.rewrite_options.disable_meta_optimizer = True
+CALL_CONFIG_PROTO = _CALL_CONFIG.SerializeToString()
+
+
+def already_partitioned(ctx: PassContext) -> bool:
+    """Whether the graph holds GeOps or GeOp bodies (an earlier NpuOptimizer run partitioned it)."""
+    return any(GEOP_ATTR in node.attr or IN_GEOP_ATTR in node.attr for node in ctx.view.nodes())
+
+
+def _decision(ctx: PassContext, name: str) -> NodeDecision:
+    decision = ctx.report.nodes.get(name)
+    if decision is None:
+        decision = ctx.report.nodes[name] = NodeDecision(name=name, op=ctx.view.node(name).op)
+    return decision
+
+
+def _candidate_test(ctx: PassContext, functions) -> support.CandidateTest:
+    support_ctx = support.SupportContext(
+        ops_library=ctx.ops_library(), mix_compile=bool(ctx.options.get("mix_compile_mode")),
+        functions=functions, fed=frozenset(support.node_names(ctx.item.feed)))
+    return support.CandidateTest(support_ctx)
+
+
+def _host_reasons(ctx: PassContext, names, test: support.CandidateTest, inherent: set[str]) -> dict[str, str]:
+    reasons = {}
+    protected = ctx.item.protected_nodes
+    kinds = cluster.EdgeKinds(ctx.view, test.ctx.functions)
+    for name in names:
+        node = ctx.view.node(name)
+        reason, predicate = test.explain(node)
+        if reason is None and name in protected:
+            reason = _protected_output_problem(name, kinds)
+        if reason is not None:
+            reasons[name] = reason
+            if predicate in INHERENT_PREDICATES:
+                inherent.add(name)
+    return reasons
+
+
+def _protected_output_problem(name: str, kinds: cluster.EdgeKinds) -> str | None:
+    for port in kinds.output_types(name):
+        if port.is_ref:
+            return "host: fetched or preserved, and its ref tensor cannot leave a GeOp"
+        kind = support.BOUNDARY_DTYPES.get(port.dtype)
+        if kind:
+            return f"host: fetched or preserved, and its {kind} tensor cannot leave a GeOp"
+    return None
+
+
+def _fingerprint(view) -> tuple:
+    """Differs whenever a node, an op or an edge does (the passes in between may add Casts)."""
+    return tuple((node.name, node.op, tuple(node.input)) for node in view.nodes())
+
+
+def _propose(ctx: PassContext, host: dict[str, str], functions) -> cluster.Proposal:
+    order = topological_order(ctx.view)
+    frames = Frames(ctx.view, order)
+    library = ctx.ops_library()
+
+    def is_compute(op: str) -> bool:
+        return op not in cluster.BOOKKEEPING_OPS and library.not_compute_kind(op) is None
+
+    return cluster.propose(ctx.view, order, frames, host, kinds=cluster.EdgeKinds(ctx.view, functions),
+                           is_compute=is_compute, sink_all=bool(ctx.options.get("mix_compile_mode")))
+
+
+class PlacementPass(GraphPass):
+    """Decide host or device for every node and say why a node stays on the host."""
+
+    name = "placement"
+    description = ("host or device per node: the device op list, without_npu_compile_scope, PyFunc, "
+                   "checkpoint, summary, dataset, string and queue ops, whole v1 while frames")
+
+    def run(self, ctx: PassContext) -> PassResult:
+        view = ctx.view
+        names = [node.name for node in view.nodes()]
+        if ctx.item.is_function:
+            return self._function_body(ctx, names)
+        if already_partitioned(ctx):
+            return self._partitioned(ctx, names)
+        functions = function_library(view)
+        inherent: set[str] = set()
+        host = _host_reasons(ctx, names, _candidate_test(ctx, functions), inherent)
+        proposal = _propose(ctx, host, functions)
+        placement = proposal.placement(names)
+        ctx.cache[PLACEMENT_CACHE] = placement
+        ctx.cache[_REASONS_CACHE] = dict(proposal.host)
+        ctx.cache[_INHERENT_CACHE] = inherent
+        ctx.cache[_PROPOSAL_CACHE] = (_fingerprint(view), proposal)
+        for name in names:
+            decision = _decision(ctx, name)
+            decision.placement = placement[name]
+            if name in proposal.host:
+                decision.add_reason(proposal.host[name])
+        counts = Counter(placement.values())
+        return PassResult(changed=False, stats={
+            "host": counts.get(cluster.HOST, 0), "device": counts.get(cluster.DEVICE, 0),
+            "segments": len(proposal.segments), "rounds": proposal.rounds})
+
+    def _function_body(self, ctx: PassContext, names) -> PassResult:
+        """A function body: its call site decides where it runs; only its own host ops are marked."""
+        test = support.CandidateTest(support.SupportContext(
+            ops_library=ctx.ops_library(), mix_compile=bool(ctx.options.get("mix_compile_mode")),
+            functions=function_library(ctx.view)), support.NODE_PREDICATES)
+        placement = {}
+        for name in names:
+            node = ctx.view.node(name)
+            reason = None if node.op in support.RUNTIME_OPS else test(node)
+            placement[name] = cluster.HOST if reason else cluster.DEVICE
+            decision = _decision(ctx, name)
+            decision.placement = placement[name]
+            if reason:
+                decision.add_reason(reason)
+        ctx.cache[PLACEMENT_CACHE] = placement
+        return PassResult(changed=False, stats={"function_body": True})
+
+    def _partitioned(self, ctx: PassContext, names) -> PassResult:
+        placement = {}
+        for name in names:
+            node = ctx.view.node(name)
+            decision = _decision(ctx, name)
+            if GEOP_ATTR in node.attr:
+                placement[name] = decision.placement = cluster.DEVICE
+                decision.geop = name
+            elif STUB_ATTR in node.attr:
+                placement[name] = decision.placement = cluster.HOST
+                decision.geop = node.attr[STUB_ATTR].s.decode()
+                decision.add_reason(f"host: keeps the name of a fetched or preserved node that runs in "
+                                    f"{decision.geop}")
+            else:
+                placement[name] = decision.placement = cluster.HOST
+                decision.add_reason("host: outside the GeOps made by an earlier NpuOptimizer run")
+        ctx.cache[PLACEMENT_CACHE] = placement
+        return PassResult(changed=False, stats={"already_partitioned": True})
+
+
+class PartitionPass(GraphPass):
+    """Outline each device segment into a FunctionDef called by a GeOp node."""
+
+    name = "partition"
+    description = "device segments become GeOp<graph>_<seq> calls of FunctionDefs (mixed compute / full sink)"
+
+    def run(self, ctx: PassContext) -> PassResult:
+        if ctx.item.is_function or already_partitioned(ctx):
+            return PassResult(changed=False)
+        view = ctx.view
+        names = [node.name for node in view.nodes()]
+        functions = function_library(view)
+        placement = ctx.cache.get(PLACEMENT_CACHE)
+        known_reasons = ctx.cache.get(_REASONS_CACHE, {})
+        inherent: set[str] = set(ctx.cache.get(_INHERENT_CACHE, ()))
+        fingerprint, proposal = ctx.cache.get(_PROPOSAL_CACHE, (None, None))
+        if proposal is None or fingerprint != _fingerprint(view):
+            test = _candidate_test(ctx, functions)
+            if placement is None:
+                host = _host_reasons(ctx, names, test, inherent)
+            else:
+                fresh = [name for name in names if name not in placement]
+                host = _host_reasons(ctx, fresh, test, inherent)
+                for name in names:
+                    if placement.get(name) == cluster.HOST:
+                        host[name] = known_reasons.get(name, "host: decided by the placement pass")
+            proposal = _propose(ctx, host, functions)
+
+        for name, reason in proposal.host.items():
+            decision = _decision(ctx, name)
+            if decision.placement != cluster.HOST:
+                decision.placement = cluster.HOST
+                decision.add_reason(reason)
+        geops = self._outline_segments(ctx, proposal, functions)
+        self._warn_full_sink(ctx, proposal, geops, inherent)
+        return PassResult(changed=bool(geops), stats={
+            "geops": len(geops), "device_nodes": sum(len(nodes) for nodes in proposal.segments),
+            "host_nodes": len(proposal.host)})
+
+    def _outline_segments(self, ctx: PassContext, proposal: cluster.Proposal, functions) -> list[str]:
+        if not proposal.segments:
+            return []
+        view = ctx.view
+        graph_number = _free_graph_number(view, functions, len(proposal.segments))
+        protected = ctx.item.protected_nodes
+        geops = []
+        for sequence, members in enumerate(proposal.segments):
+            geop = f"GeOp{graph_number}_{sequence}"
+            result = outline(
+                view, members, function_name=geop, call_name=geop, library=functions,
+                keep_names=[name for name in members if name in protected],
+                call_attrs={GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode()),
+                            "config_proto": attr_value_pb2.AttrValue(s=CALL_CONFIG_PROTO)},
+                member_attrs={IN_GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode())})
+            for stub in result.stubs:
+                view.node(stub).attr[STUB_ATTR].s = geop.encode()
+            for name in members:
+                decision = _decision(ctx, name)
+                decision.placement = cluster.DEVICE
+                decision.geop = geop
+            geops.append(geop)
+        forget_colocation(view)
+        ctx.cache[PLACEMENT_CACHE] = {node.name: (cluster.DEVICE if GEOP_ATTR in node.attr else cluster.HOST)
+                                      for node in view.nodes()}
+        return geops
+
+    def _warn_full_sink(self, ctx: PassContext, proposal: cluster.Proposal, geops, inherent) -> None:
+        if ctx.options.get("mix_compile_mode"):
+            return
+        notable = {name: reason for name, reason in proposal.host.items()
+                   if name not in inherent and "only constants" not in reason}
+        if not notable:
+            return
+        ops = Counter(ctx.view.node(name).op if name in ctx.view else ctx.report.nodes[name].op
+                      for name in notable)
+        listed = ", ".join(f"{op} x{count}" if count > 1 else op for op, count in sorted(ops.items()))
+        sunk = geops[0] if geops else "none"
+        ctx.report.warn(
+            f"mix_compile_mode is off (full sink): only the largest device segment ({sunk}) sinks and "
+            f"{len(notable)} nodes stay on the host ({listed}); enable mixed compute with "
+            "parameter_map['mix_compile_mode'].b = True (NPURunConfig(mix_compile_mode=True)) so that "
+            "the host runs them by design; the report gives each node's reason")
+
+
+def _free_graph_number(view, functions, count: int) -> int:
+    """The next graph number whose GeOp names are free in the graph and its library."""
+    with _graph_numbers_lock:
+        while True:
+            number = next(_graph_numbers)
+            names = [f"GeOp{number}_{sequence}" for sequence in range(count)]
+            if not any(name in view or name in functions for name in names):
+                return number

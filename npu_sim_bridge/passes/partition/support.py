@@ -1,0 +1,211 @@
+"""The device-candidate test: small predicates, each naming why a node stays on the host, composed in order."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable, Mapping
+
+from tensorflow.core.framework import function_pb2, node_def_pb2, types_pb2
+
+from npu_sim_bridge.errors import UnsupportedGraphError
+from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.ports import input_ports, output_ports
+
+WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"
+
+GRAPH_INPUT_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
+RUNTIME_OPS = frozenset({"_Arg", "_Retval", "_Recv", "_Send", "_HostRecv", "_HostSend",
+                         "_DeviceArg", "_DeviceRetval"})
+PY_FUNC_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+CHECKPOINT_OPS = frozenset({
+    "SaveV2", "Save", "SaveSlices", "RestoreV2", "Restore", "RestoreSlice", "MergeV2Checkpoints",
+    "ShardedFilename", "ShardedFilespec", "ReadFile", "WriteFile", "MatchingFiles",
+})
+VARIABLE_OPS = frozenset({
+    "VarHandleOp", "_VarHandlesOp", "VariableV2", "Variable", "TemporaryVariable", "DestroyTemporaryVariable",
+    "HashTable", "HashTableV2", "MutableHashTable", "MutableHashTableV2", "MutableHashTableOfTensors",
+    "MutableHashTableOfTensorsV2", "MutableDenseHashTable", "MutableDenseHashTableV2",
+})
+# String tensors these ops take or give carry no string computation (messages, constants).
+STRING_CARRIERS = frozenset({"Const", "Assert", "Identity", "NoOp"})
+# Tensors of these dtypes may not cross a GeOp boundary (resource handles only from variable ops).
+BOUNDARY_DTYPES = {types_pb2.DT_STRING: "string", types_pb2.DT_VARIANT: "variant",
+                   types_pb2.DT_RESOURCE: "resource"}
+
+FuncLibrary = Mapping[str, function_pb2.FunctionDef]
+Predicate = Callable[[node_def_pb2.NodeDef, "SupportContext"], "str | None"]
+
+
+@dataclasses.dataclass
+class SupportContext:
+    """What the predicates consult: the op library, the mode, the graph's functions and fed nodes."""
+
+    ops_library: object                 # npu_sim_bridge.ops_info.OpLibrary
+    mix_compile: bool
+    functions: FuncLibrary
+    fed: frozenset = frozenset()
+    _function_verdicts: dict = dataclasses.field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ predicates
+def graph_input(node, ctx):
+    if node.op in GRAPH_INPUT_OPS:
+        return f"host: graph input ({node.op}) stays outside the GeOps, which take its value"
+    if node.op in RUNTIME_OPS:
+        return f"host: runtime op {node.op} stays outside the GeOps"
+    return None
+
+
+def fed_by_session(node, ctx):
+    if node.name in ctx.fed:
+        return "host: fed by the session, so it keeps its name outside the GeOps"
+    return None
+
+
+def scoped_to_host(node, ctx):
+    attr = node.attr.get(WITHOUT_NPU_COMPILE_ATTR)
+    if attr is not None and attr.WhichOneof("value") == "b" and attr.b:
+        return "host: in without_npu_compile_scope"
+    return None
+
+
+def py_func(node, ctx):
+    if node.op in PY_FUNC_OPS:
+        return f"host: {node.op} runs on the host"
+    return None
+
+
+def checkpoint_io(node, ctx):
+    if node.op in CHECKPOINT_OPS:
+        return f"host: checkpoint op {node.op} runs on the host"
+    return None
+
+
+def summary(node, ctx):
+    if "Summary" in node.op:
+        return f"host: summary op {node.op} runs on the host"
+    return None
+
+
+def data_input(node, ctx):
+    if "Dataset" in node.op or "Iterator" in node.op:
+        return f"host: dataset/iterator op {node.op} runs on the host"
+    return None
+
+
+def queue(node, ctx):
+    if "Queue" in node.op or node.op.startswith("Barrier") or node.op in ("Stage", "Unstage", "MapStage"):
+        return f"host: queue op {node.op} runs on the host"
+    return None
+
+
+def variable(node, ctx):
+    if node.op in VARIABLE_OPS:
+        return (f"host: variable op {node.op} stays on the host; its reads and updates take the "
+                "handle as a GeOp input")
+    return None
+
+
+def string_op(node, ctx):
+    if node.op in STRING_CARRIERS:
+        return None
+    if any(port.dtype == types_pb2.DT_STRING for port in _all_ports(node, ctx.functions)):
+        return f"host: string op {node.op} (string tensors stay on the host)"
+    return None
+
+
+def function_bodies(node, ctx):
+    """A node that calls functions (While/If/PartitionedCall/a function by name) needs device-capable bodies."""
+    for function_name in _called_functions(node, ctx.functions):
+        reason = _function_verdict(function_name, ctx)
+        if reason:
+            return reason
+    return None
+
+
+def device_op_list(node, ctx):
+    if node.op in ctx.functions:
+        return None  # a direct function call: decided by function_bodies
+    if ctx.ops_library.device_supported(node.op, mix_compile=ctx.mix_compile):
+        return None
+    reason = f"host: op type {node.op} is not in the device op list"
+    if node.op.startswith("_Fused"):
+        reason += (" (Grappler's remapper made it: turn remapping off, "
+                   "rewrite_options.remapping = RewriterConfig.OFF, as npu_config_proto does)")
+    elif ctx.mix_compile and ctx.ops_library.device_supported(node.op):
+        reason = f"host: op type {node.op} is marked isGray in the device op list (host in mixed compute)"
+    return reason
+
+
+NODE_PREDICATES: tuple[Predicate, ...] = (
+    scoped_to_host, py_func, checkpoint_io, summary, data_input, queue, variable, string_op,
+    function_bodies, device_op_list,
+)
+GRAPH_PREDICATES: tuple[Predicate, ...] = (graph_input, fed_by_session) + NODE_PREDICATES
+
+
+class CandidateTest:
+    """Runs predicates in order; the first one that objects gives the host reason (None: device)."""
+
+    def __init__(self, ctx: SupportContext, predicates: Iterable[Predicate] = GRAPH_PREDICATES):
+        self.ctx = ctx
+        self.predicates = tuple(predicates)
+
+    def __call__(self, node: node_def_pb2.NodeDef) -> str | None:
+        return self.explain(node)[0]
+
+    def explain(self, node: node_def_pb2.NodeDef) -> tuple[str | None, Predicate | None]:
+        """(host reason, the predicate that gave it), or (None, None) for a device candidate."""
+        for predicate in self.predicates:
+            try:
+                reason = predicate(node, self.ctx)
+            except UnsupportedGraphError as err:
+                return f"host: {err}", predicate
+            if reason:
+                return reason, predicate
+        return None, None
+
+
+# ------------------------------------------------------------------------------------- helpers
+def _all_ports(node, functions):
+    return output_ports(node, functions) + input_ports(node, functions)
+
+
+def _called_functions(node, functions) -> list[str]:
+    names = []
+    if node.op in functions:
+        names.append(node.op)
+    for key in sorted(node.attr):
+        value = node.attr[key]
+        kind = value.WhichOneof("value")
+        if kind == "func":
+            names.append(value.func.name)
+        elif kind == "list" and value.list.func:
+            names.extend(func.name for func in value.list.func)
+    return [name for name in names if name]
+
+
+def _function_verdict(function_name: str, ctx: SupportContext) -> str | None:
+    verdicts = ctx._function_verdicts
+    if function_name in verdicts:
+        return verdicts[function_name]
+    func = ctx.functions.get(function_name)
+    if func is None:
+        verdicts[function_name] = (f"host: calls function {function_name}, which the graph library "
+                                   "does not define")
+        return verdicts[function_name]
+    verdicts[function_name] = None  # a recursive call does not decide anything by itself
+    reason = None
+    for body_node in func.node_def:
+        objection = CandidateTest(ctx, NODE_PREDICATES)(body_node)
+        if objection:
+            inner = objection[len("host: "):] if objection.startswith("host: ") else objection
+            reason = f"host: function {function_name} holds host op {body_node.name} ({inner})"
+            break
+    verdicts[function_name] = reason
+    return reason
+
+
+def node_names(tensors: Iterable[str]) -> list[str]:
+    """Node names of tensor names ("x:0" -> "x")."""
+    return [parse_input(text).node for text in tensors]
