@@ -1,0 +1,21 @@
+"""The drop-in runtime of Ascend's npu_bridge: session, Estimator and Keras helpers, scopes, loss scaling, the alias.
+
+One module per concern; `npu_sim_bridge.npu_init` re-exports the names migrated scripts use.
+Importing this package (or any of its modules) changes nothing global: only importing
+`npu_sim_bridge.npu_init`, or an `npu_bridge` module through the alias, switches the process to
+TF1 graph mode (see `graph_mode.py`).
+
+  session.py      npu_config_proto, init_resource, ..., the opt-in NpuOptimizer-for-every-Session patch
+  estimator.py    NPURunConfig, NPUEstimator, NPUEstimatorSpec, npu_run_config_init
+  keras.py        set_keras_session_npu_config, npu_clear_session
+  scopes.py       npu_scope: without_npu_compile_scope, keep_dtype_scope, ...
+  loss_scale.py   NPULossScaleOptimizer, FixedLossScaleManager, ExponentialUpdateLossScaleManager
+  mixed_precision.py  enable_mixed_precision
+  distributed.py  single-process collective ops, rank helpers, distributed optimizer pass-throughs
+  hooks.py        npu_hooks_append, npu_callbacks_append and the hooks they add
+  npu_ops.py      initialize_system, shutdown_system, dropout
+  util.py         npu_bridge.estimator.npu.util
+  dump_config.py  DumpConfig;  config_parts.py  ProfilingConfig, MemoryConfig, ... for NPURunConfig
+  alias.py        the opt-in `npu_bridge` import alias and run_script (npu-sim run)
+  graph_mode.py   TF1 graph mode, entered by npu_init and by the alias
+"""
