@@ -30,8 +30,11 @@ def test_rewrite_accepts_graph_def_meta_graph_and_tf_graph():
     graph = _train_graph()
     meta = tf.compat.v1.train.export_meta_graph(graph=graph)
     for source in (graph.as_graph_def(), meta, graph):
-        graph_def, report = npu_sim_bridge.rewrite(source, {"precision_mode": "allow_mix_precision"})
-        assert len(graph_def.node) >= len(graph.as_graph_def().node)
+        graph_def, report = npu_sim_bridge.rewrite(source, {"precision_mode": "allow_mix_precision"},
+                                                   fetches=["loss:0", "train"])
+        with tf.Graph().as_default():
+            tf.graph_util.import_graph_def(graph_def, name="")  # a valid, importable graph
+        assert {"loss", "train"} <= {node.name for node in graph_def.node}
         data = json.loads(report.to_json())
         assert set(data) >= {"options", "warnings", "summary", "nodes"}
         assert data["options"]["precision_mode"] == "allow_mix_precision"

@@ -33,10 +33,9 @@ def test_session_naming_npu_optimizer_runs_the_pipeline(npu_config):
         value, nodes = _executed_nodes(sess, y, {x: [[1.0, 2.0, 3.0]]})
     np.testing.assert_allclose(value, [[7.0, 7.0]])
     stamped = {node.name for node in nodes if SEEN_ATTR in node.attr}
-    assert "MatMul" in stamped and "y" in stamped
-    report = npu_sim_bridge.last_report()
-    assert report is not None
-    assert {"MatMul", "Relu", "y"} <= set(report.nodes)
+    assert "y" in stamped  # the fetched node keeps its name and went through the pipeline
+    reports = [r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph"]
+    assert any({"MatMul", "Relu", "y"} <= set(report.nodes) for report in reports)
 
 
 def test_session_without_npu_optimizer_is_untouched():
@@ -138,9 +137,11 @@ def test_grappler_hands_each_graph_over_on_every_meta_optimizer_iteration(npu_co
         sess.run(init)
         npu_sim_bridge.clear_reports()
         sess.run(y, {x: [[1.0, 2.0, 3.0]]})
-    reports = npu_sim_bridge.recent_reports()
+    # Function bodies (GeOp segments) are items of their own; count the Session's graph.
+    reports = [r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph"]
     assert len(reports) == 2  # two meta-optimizer iterations: every pass must be idempotent
-    assert reports[0].nodes.keys() == reports[1].nodes.keys()
+    assert any(record.changed for record in reports[0].passes)
+    assert not any(record.changed for record in reports[1].passes)  # nothing left to do
 
 
 def test_graphs_under_min_graph_nodes_never_reach_the_pipeline(npu_config):

@@ -57,6 +57,28 @@ def cmd_rewrite(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    from npu_sim_bridge.runtime.alias import run_command
+
+    return run_command(args.script, args.script_args, shadow=args.shadow_real_npu_bridge,
+                       all_sessions=args.all_sessions)
+
+
+def cmd_mixlist(args) -> int:
+    import json
+
+    from npu_sim_bridge.passes.precision.lists import explain_mixlist, format_rows
+
+    rows, warnings = explain_mixlist(args.ops, modify_mixlist=args.modify_mixlist, ops_info=args.ops_info)
+    if args.json:
+        sys.stdout.write(json.dumps({"ops": rows, "warnings": warnings}, indent=2) + "\n")
+    else:
+        for text in warnings:
+            print(f"npu-sim mixlist: warning: {text}", file=sys.stderr)
+        sys.stdout.write(format_rows(rows))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="npu-sim", description="Simulate Ascend's NpuOptimizer graph rewrite on plain TensorFlow.")
@@ -74,6 +96,28 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.add_argument("-o", "--output", required=True, help="output GraphDef (.pb or .pbtxt)")
     rewrite.add_argument("--report", help="also write the JSON report to this file")
     rewrite.set_defaults(handler=cmd_rewrite)
+
+    run = commands.add_parser(
+        "run", help="run a script written for npu_bridge, as `python script.py args...` would, on the simulator",
+        description="Runs SCRIPT with `import npu_bridge...` mapped onto npu_sim_bridge (never over a real "
+                    "npu_bridge unless --shadow-real-npu-bridge).")
+    run.add_argument("--all-sessions", action="store_true",
+                     help="give every tf.Session the NpuOptimizer, as the newest npu_bridge does at import")
+    run.add_argument("--shadow-real-npu-bridge", action="store_true",
+                     help="simulate even when a real npu_bridge is installed")
+    run.add_argument("script", help="the Python script")
+    run.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
+    run.set_defaults(handler=cmd_run)
+
+    mixlist = commands.add_parser(
+        "mixlist", help="show the list (white/black/gray) each op ends in, and the rule that put it there",
+        description="Without OPs: the ops the --modify-mixlist file changes, or the built-in white and "
+                    "black lists. OPs may be TensorFlow or Ascend IR op types (MatMul or MatMulV2).")
+    mixlist.add_argument("ops", nargs="*", metavar="OP", help="op types to look up")
+    mixlist.add_argument("--modify-mixlist", metavar="FILE", help="a modify_mixlist JSON file to apply")
+    mixlist.add_argument("--ops-info", metavar="DIR", help="operator library folder (default: the built-in one)")
+    mixlist.add_argument("--json", action="store_true", help="print JSON")
+    mixlist.set_defaults(handler=cmd_mixlist)
     return parser
 
 

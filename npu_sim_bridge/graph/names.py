@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 CONTROL_PORT = -1
@@ -25,8 +26,9 @@ def is_control_input(text: str) -> bool:
     return text.startswith("^")
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def parse_input(text: str) -> TensorRef:
-    """Parse a GraphDef input string; "x" and "x:0" are the same tensor."""
+    """Parse a GraphDef input string; "x" and "x:0" are the same tensor (cached: names repeat)."""
     if text.startswith("^"):
         return TensorRef(text[1:], CONTROL_PORT)
     name, sep, port = text.rpartition(":")

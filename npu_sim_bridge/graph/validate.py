@@ -1,8 +1,13 @@
-"""Graph validation (duplicate names, dangling inputs, illegal cycles) and topological order."""
+"""Graph validation (duplicate names, dangling inputs, illegal cycles) and topological order.
+
+Both work on a GraphDef or, faster, on a GraphView (which already holds every node's inputs as
+Python strings, so nothing is read back from the protobuf).
+"""
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
+from typing import Iterable, Union
 
 from tensorflow.core.framework import graph_pb2
 
@@ -14,73 +19,85 @@ BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 
 _MAX_NAMED = 8
 
+# (name, op, input strings) for every node, in GraphDef order.
+Records = list[tuple[str, str, list[str]]]
+GraphLike = Union[graph_pb2.GraphDef, "GraphView"]  # noqa: F821
 
-def _listed(names) -> str:
+
+def _listed(names: Iterable[str]) -> str:
     names = list(names)
     more = f" (and {len(names) - _MAX_NAMED} more)" if len(names) > _MAX_NAMED else ""
     return ", ".join(names[:_MAX_NAMED]) + more
 
 
-def topological_order(graph_def: graph_pb2.GraphDef) -> list[str]:
-    """Node names with every producer before its consumers (loop back edges ignored).
+def _records(graph: GraphLike) -> Records:
+    if isinstance(graph, graph_pb2.GraphDef):
+        return [(node.name, node.op, list(node.input)) for node in graph.node]
+    return graph.records()
 
-    Ties keep GraphDef order, so the order is deterministic. Raises GraphValidationError on a
-    cycle that is not a v1 loop.
-    """
-    nodes = {node.name: node for node in graph_def.node}
-    position = {name: i for i, name in enumerate(nodes)}
-    pending = dict.fromkeys(nodes, 0)
-    users: dict[str, list[str]] = {name: [] for name in nodes}
-    for node in graph_def.node:
-        for text in node.input:
+
+def _order(records: Records) -> tuple[list[str], list[str]]:
+    """Kahn's algorithm; ties keep GraphDef order. Returns (order, names left on a cycle)."""
+    position = {name: i for i, (name, _, _) in enumerate(records)}
+    back_edge = {name for name, op, _ in records if op in BACK_EDGE_OPS}
+    pending = [0] * len(records)
+    users: list[list[int]] = [[] for _ in records]
+    for index, (_, _, inputs) in enumerate(records):
+        for text in inputs:
             producer = parse_input(text).node
-            if producer not in nodes or nodes[producer].op in BACK_EDGE_OPS:
+            where = position.get(producer)
+            if where is None or producer in back_edge:
                 continue
-            pending[node.name] += 1
-            users[producer].append(node.name)
-    ready = deque(name for name in nodes if pending[name] == 0)
+            pending[index] += 1
+            users[where].append(index)
+    ready = [i for i, count in enumerate(pending) if count == 0]
+    heapq.heapify(ready)
     order: list[str] = []
     while ready:
-        name = ready.popleft()
-        order.append(name)
-        released = []
-        for user in users[name]:
+        index = heapq.heappop(ready)
+        order.append(records[index][0])
+        for user in users[index]:
             pending[user] -= 1
             if pending[user] == 0:
-                released.append(user)
-        ready.extend(sorted(released, key=position.__getitem__))
-    if len(order) != len(nodes):
-        stuck = sorted((name for name in nodes if pending[name] > 0), key=position.__getitem__)
+                heapq.heappush(ready, user)
+    stuck = [records[i][0] for i, count in enumerate(pending) if count > 0]
+    return order, stuck
+
+
+def topological_order(graph: GraphLike) -> list[str]:
+    """Node names with every producer before its consumers (loop back edges ignored).
+
+    Deterministic: among ready nodes the one earliest in the GraphDef goes first. Raises
+    GraphValidationError on a cycle that is not a v1 loop.
+    """
+    order, stuck = _order(_records(graph))
+    if stuck:
         raise GraphValidationError("the graph has a cycle through nodes " + _listed(stuck))
     return order
 
 
-def validate_graph(graph_def: graph_pb2.GraphDef, where: str = "graph",
+def validate_graph(graph: GraphLike, where: str = "graph",
                    allow_external: frozenset[str] = frozenset()) -> None:
     """Raise GraphValidationError naming the problem nodes if the graph is malformed.
 
     `allow_external` lists producer names that may be referenced without a node (for example
     function arguments of a function body).
     """
+    records = _records(graph)
     seen: set[str] = set()
     duplicates: list[str] = []
-    for node in graph_def.node:
-        if not node.name:
-            raise GraphValidationError(f"{where}: a node of op {node.op!r} has no name")
-        if node.name in seen:
-            duplicates.append(node.name)
-        seen.add(node.name)
+    for name, op, _ in records:
+        if not name:
+            raise GraphValidationError(f"{where}: a node of op {op!r} has no name")
+        if name in seen:
+            duplicates.append(name)
+        seen.add(name)
     if duplicates:
         raise GraphValidationError(f"{where}: duplicate node names: {_listed(sorted(set(duplicates)))}")
-    dangling = []
-    for node in graph_def.node:
-        for text in node.input:
-            producer = parse_input(text).node
-            if producer not in seen and producer not in allow_external:
-                dangling.append(f"{node.name} <- {text}")
+    dangling = [f"{name} <- {text}" for name, _, inputs in records for text in inputs
+                if parse_input(text).node not in seen and parse_input(text).node not in allow_external]
     if dangling:
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
-    try:
-        topological_order(graph_def)
-    except GraphValidationError as err:
-        raise GraphValidationError(f"{where}: {err}") from None
+    _, stuck = _order(records)
+    if stuck:
+        raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")

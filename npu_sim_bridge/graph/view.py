@@ -42,6 +42,14 @@ class GraphView:
             if node.name not in self._removed:
                 yield node
 
+    def records(self) -> list[tuple[str, str, list[str]]]:
+        """(name, op, input strings) of every live node in GraphDef order, from the index.
+
+        Cheap: the inputs are kept as Python strings, so validation and ordering need not read
+        the protobuf back.
+        """
+        return [(name, self._nodes[name].op, self._inputs[name]) for name in self._order]
+
     def node(self, name: str) -> node_def_pb2.NodeDef:
         try:
             return self._nodes[name]
@@ -53,7 +61,7 @@ class GraphView:
 
     def inputs(self, name: str) -> list[TensorRef]:
         """Every input of a node, data inputs first, as written in the NodeDef."""
-        return [parse_input(text) for text in self._nodes[name].input]
+        return [parse_input(text) for text in self._inputs[name]]
 
     def data_inputs(self, name: str) -> list[TensorRef]:
         return [ref for ref in self.inputs(name) if not ref.is_control]
@@ -66,7 +74,7 @@ class GraphView:
         """(consumer name, input index) for every data edge reading tensor `ref`."""
         found = []
         for consumer in self.consumers(ref.node):
-            for index, text in enumerate(self._nodes[consumer].input):
+            for index, text in enumerate(self._inputs[consumer]):
                 if parse_input(text) == ref:
                     found.append((consumer, index))
         return found
@@ -89,7 +97,9 @@ class GraphView:
         stored = self._graph_def.node.add()
         stored.CopyFrom(node)
         self._nodes[stored.name] = stored
-        for text in stored.input:
+        self._inputs[stored.name] = list(stored.input)
+        self._order[stored.name] = None
+        for text in self._inputs[stored.name]:
             self._link(parse_input(text).node, stored.name)
         return stored
 
@@ -99,8 +109,9 @@ class GraphView:
         if users:
             raise GraphValidationError(
                 f"cannot remove node {name!r}: still read by {', '.join(users[:5])}")
-        node = self._nodes.pop(name)
-        for text in node.input:
+        self._nodes.pop(name)
+        del self._order[name]
+        for text in self._inputs.pop(name):
             self._unlink(parse_input(text).node, name)
         self._consumers.pop(name, None)
         self._removed.add(name)
@@ -110,6 +121,7 @@ class GraphView:
         new = ref if isinstance(ref, str) else format_input(ref)
         self._unlink(parse_input(node.input[index]).node, name)
         node.input[index] = new
+        self._inputs[name][index] = new
         self._link(parse_input(new).node, name)
 
     def add_input(self, name: str, ref: TensorRef | str) -> None:
@@ -117,19 +129,22 @@ class GraphView:
         node = self._nodes[name]
         text = ref if isinstance(ref, str) else format_input(ref)
         if text.startswith("^"):
-            if text in node.input:
+            if text in self._inputs[name]:
                 return
             node.input.append(text)
+            self._inputs[name].append(text)
         else:
-            position = next(
-                (i for i, old in enumerate(node.input) if old.startswith("^")), len(node.input))
+            inputs = self._inputs[name]
+            position = next((i for i, old in enumerate(inputs) if old.startswith("^")), len(inputs))
             node.input.insert(position, text)
+            inputs.insert(position, text)
         self._link(parse_input(text).node, name)
 
     def remove_input(self, name: str, index: int) -> None:
         node = self._nodes[name]
         producer = parse_input(node.input[index]).node
         del node.input[index]
+        del self._inputs[name][index]
         self._unlink(producer, name)
 
     def replace_uses(self, old: TensorRef, new: TensorRef,
@@ -160,20 +175,25 @@ class GraphView:
     # -------------------------------------------------------------- internals
     def _reindex(self) -> None:
         self._nodes: dict[str, node_def_pb2.NodeDef] = {}
+        self._inputs: dict[str, list[str]] = {}
+        self._order: dict[str, None] = {}  # live names in GraphDef order (a dict: O(1) delete)
         self._consumers: dict[str, dict[str, int]] = defaultdict(dict)
         duplicates = []
         for node in self._graph_def.node:
-            if node.name in self._removed:
+            name = node.name
+            if name in self._removed:
                 continue
-            if node.name in self._nodes:
-                duplicates.append(node.name)
-            self._nodes[node.name] = node
+            if name in self._nodes:
+                duplicates.append(name)
+            self._nodes[name] = node
+            self._inputs[name] = list(node.input)
+            self._order[name] = None
         if duplicates:
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(set(duplicates))[:10]))
-        for node in self._nodes.values():
-            for text in node.input:
-                self._link(parse_input(text).node, node.name)
+        for name, inputs in self._inputs.items():
+            for text in inputs:
+                self._link(parse_input(text).node, name)
 
     def _link(self, producer: str, consumer: str) -> None:
         edges = self._consumers[producer]

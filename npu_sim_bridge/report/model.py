@@ -64,8 +64,9 @@ class PassRecord:
 class Report:
     """Decisions for one rewritten graph (one Grappler item or one offline rewrite)."""
 
-    def __init__(self, graph_id: str, options: dict[str, Any] | None = None):
+    def __init__(self, graph_id: str, options: dict[str, Any] | None = None, item_id: str = ""):
         self.graph_id = graph_id
+        self.item_id = item_id  # Grappler's item id: "tf_graph" for a Session's graph, else a function
         self.options: dict[str, Any] = dict(options or {})
         self.option_notes: list[dict[str, Any]] = []
         self.warnings: list[str] = []
@@ -96,6 +97,7 @@ class Report:
         decisions = list(self.nodes.values())
         return {
             "graph": self.graph_id,
+            "item": self.item_id,
             "nodes_before": self.nodes_before,
             "nodes_after": self.nodes_after,
             "lists": dict(sorted(Counter(d.list for d in decisions if d.list).items())),
