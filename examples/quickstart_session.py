@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import npu_sim_bridge  # noqa: E402,F401  (registers NpuOptimizer)
+from npu_sim_bridge.npu_init import npu_config_proto  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()
 
@@ -53,6 +54,8 @@ def main():
     custom_op.parameter_map["precision_mode"].s = tf.compat.as_bytes("allow_mix_precision")
     # --- simulator extra: where the rewrite's reports go ---------------------------------------
     custom_op.parameter_map["sim_report_dir"].s = tf.compat.as_bytes(report_dir)
+    # As the adapter's manual asks: remapping and memory optimization off, soft placement on.
+    session_config = npu_config_proto(config_proto=session_config)
 
     tf.compat.v1.set_random_seed(0)
     x, y, loss, accuracy, train_op = build_model()
@@ -66,7 +69,7 @@ def main():
                 print(f"step {step:3d}  loss {value:.4f}")
         print(f"accuracy {sess.run(accuracy, {x: data_x, y: data_y}):.3f}")
 
-    reports = npu_sim_bridge.recent_reports()
+    reports = [r for r in npu_sim_bridge.recent_reports() if not r.rerun]
     print(f"\nNpuOptimizer rewrote {len(reports)} graph(s); reports in {report_dir}:")
     for name in sorted(os.listdir(report_dir)):
         print("  " + name)

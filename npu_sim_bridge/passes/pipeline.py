@@ -118,6 +118,7 @@ def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
         raise GraphValidationError(f"NpuOptimizer cannot rewrite an invalid graph: {err}") from None
 
     report.record_graph(view.nodes())
+    report.rerun = _already_rewritten(view, item)
     ctx = PassContext(view=view, options=options, item=item, report=report)
     for graph_pass in selected_passes(options):
         if not graph_pass.wanted(options):
@@ -180,6 +181,13 @@ def _place_new_nodes(view: GraphView, report: Report) -> None:
             node.device = fallback
 
 
+def _already_rewritten(view: GraphView, item: ItemInfo) -> bool:
+    """True for Grappler's later iterations and for GeOp bodies: NpuOptimizer has seen them."""
+    if item.is_function and item.id.startswith("GeOp"):
+        return True
+    return any(SEEN_ATTR in node.attr for node in view.nodes())
+
+
 def _stamp_seen(view: GraphView) -> None:
     marker = attr_value_pb2.AttrValue(b=True)
     for node in view.nodes():
@@ -189,7 +197,7 @@ def _stamp_seen(view: GraphView) -> None:
 
 def _write_report(report: Report, options) -> None:
     directory = options.get("sim_report_dir")
-    if not directory:
+    if not directory or report.rerun:  # one file set per graph, not one per Grappler iteration
         return
     try:
         os.makedirs(directory, exist_ok=True)

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from tensorflow.core.framework import node_def_pb2, types_pb2
+from tensorflow.python.framework import dtypes
 
 # Attributes whose type value is "the" dtype of a node, in the order they are consulted.
 _DTYPE_ATTRS = ("T", "dtype", "DstT", "Tparams", "out_type")
@@ -30,8 +31,11 @@ def node_dtype(node: node_def_pb2.NodeDef) -> str | None:
 
 
 def _dtype_name(enum_value: int) -> str:
-    name = types_pb2.DataType.Name(enum_value)
-    return name[3:].lower() if name.startswith("DT_") else name.lower()
+    """'float32' for DT_FLOAT, 'float16' for DT_HALF: the names users know from tf.dtypes."""
+    try:
+        return dtypes.as_dtype(enum_value).name
+    except TypeError:  # a DataType this TensorFlow has no Python name for
+        return types_pb2.DataType.Name(enum_value)
 
 
 @dataclasses.dataclass
@@ -76,6 +80,7 @@ class Report:
         self.nodes_after = 0
         self.seconds = 0.0
         self.skipped: str | None = None
+        self.rerun = False  # the graph had been through NpuOptimizer already (a later iteration)
 
     def record_graph(self, nodes) -> None:
         """Create one decision record per node of the input graph."""
@@ -107,6 +112,7 @@ class Report:
             "passes": [dataclasses.asdict(p) for p in self.passes],
             "seconds": round(self.seconds, 6),
             "skipped": self.skipped,
+            "rerun": self.rerun,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,8 +151,11 @@ class Report:
                          + (f" ({stats})" if stats else ""))
         for text in self.warnings:
             lines.append(f"  WARNING: {text}")
-        changed = [d for d in self.nodes.values()
-                   if d.dtype_before != d.dtype_after or d.placement == "host" or d.list]
+        # Dtype changes first, then what stays on the host, then the remaining list decisions.
+        changed = sorted(
+            (d for d in self.nodes.values()
+             if d.dtype_before != d.dtype_after or d.placement == "host" or d.list),
+            key=lambda d: (d.dtype_before == d.dtype_after, d.placement != "host"))
         if changed:
             lines.append("  decisions:")
             for decision in changed[:max_nodes]:
@@ -154,7 +163,7 @@ class Report:
                          else f"{decision.dtype_before}->{decision.dtype_after}")
                 where = decision.geop or decision.placement or "-"
                 lines.append(f"    {decision.name} [{decision.op}] {decision.list or '-'} {dtype} "
-                             f"{where}: {decision.reason or '-'}")
+                             f"@{where} | {decision.reason or '-'}")
             if len(changed) > max_nodes:
                 lines.append(f"    ... {len(changed) - max_nodes} more in the JSON report")
         return "\n".join(lines) + "\n"
