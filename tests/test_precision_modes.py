@@ -16,7 +16,7 @@ F32, F16, BF16 = "float32", "float16", "bfloat16"
 NODES = ("conv", "pool", "flat", "mm", "bias", "relu", "sm", "lg", "mean")
 
 # Expected NPU dtype of each node. conv (white) and pool (gray) have float16 kernels only on the
-# Ascend 910; mm is white, bias/relu/sm gray, lg (Log) and mean (Mean) black.
+# Ascend 910; mm is white, bias (AddV2), relu and sm gray, lg (Log) and mean (Mean) black.
 EXPECTED = {
     "allow_mix_precision": dict(conv=F16, pool=F16, flat=F16, mm=F16, bias=F16, relu=F16, sm=F16, lg=F32,
                                 mean=F32),
@@ -35,7 +35,7 @@ V2 = {"mixed_float16": "allow_mix_precision", "mixed_bfloat16": "allow_mix_preci
 
 
 def build(conv=True, keep_dtype=None):
-    """x -> [Conv2D -> MaxPool] -> Reshape -> MatMul -> BiasAdd -> Relu -> Softmax -> Log -> Mean."""
+    """x -> [Conv2D -> MaxPool] -> Reshape -> MatMul -> AddV2 -> Relu -> Softmax -> Log -> Mean."""
     graph = tf.Graph()
     with graph.as_default():
         x = tf.compat.v1.placeholder(tf.float32, [2, 4, 4, 1], name="x")
@@ -47,7 +47,8 @@ def build(conv=True, keep_dtype=None):
             flat = tf.reshape(x[:, :2], [2, 8], name="flat")
         w = tf.compat.v1.get_variable("w", [8, 3], initializer=tf.compat.v1.random_normal_initializer(seed=1))
         b = tf.compat.v1.get_variable("b", [3], initializer=tf.compat.v1.constant_initializer(0.1))
-        relu = tf.nn.relu(tf.nn.bias_add(tf.matmul(flat, w, name="mm"), b, name="bias"), name="relu")
+        # AddV2 rather than BiasAdd, so that the fusion pass leaves MatMul alone here.
+        relu = tf.nn.relu(tf.add(tf.matmul(flat, w, name="mm"), b, name="bias"), name="relu")
         if keep_dtype:
             graph.get_operation_by_name(keep_dtype)._set_attr(
                 "_keep_dtype", tf.compat.v1.AttrValue(b=True))

@@ -57,7 +57,8 @@ def already_partitioned(ctx: PassContext) -> bool:
 def _decision(ctx: PassContext, name: str) -> NodeDecision:
     decision = ctx.report.nodes.get(name)
     if decision is None:
-        decision = ctx.report.nodes[name] = NodeDecision(name=name, op=ctx.view.node(name).op)
+        node = ctx.view.get(name)  # None once the node has been outlined into a GeOp body
+        decision = ctx.report.nodes[name] = NodeDecision(name=name, op=node.op if node else "")
     return decision
 
 

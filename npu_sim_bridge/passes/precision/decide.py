@@ -14,15 +14,19 @@ runs in on the NPU (`npu`) and the reason. Roles:
 - inserted: Casts an earlier run of the pass inserted; transparent (they carry their input's vote).
 - opaque: functional While/If and function calls (their bodies are rewritten separately), ops the
   operator library has no op info for, unknown ops. They keep their dtype and do not decide.
-- fixed / gray: ops of the operator library, decided by the mode (table in the README).
+- fixed / gray: ops of the operator library, decided by the mode (Decider._fixed_decision). Only the
+  mix-precision modes leave gray ops to the gray rule; in the others every op decides for itself.
+  An op without the kernel a mode wants takes the other dtype; a black op without a float32 kernel
+  runs float32 as an AI CPU fallback (force_fp32 and the mix modes).
 
 The gray rule (mix-precision modes): a gray op drops to the low dtype only if every float input that
 comes from a decided op comes from a dropped op, and at least one does. Inputs from placeholders,
 constants, variable reads and other non-deciding nodes (sources, fed nodes, opaque ops, and gray or
 plumbing nodes whose own inputs are all non-deciding) do not decide. A gray op with no decided float
 input keeps its dtype and does not decide either. Plumbing ops pass the decision of their inputs
-through by the same rule. Loops (v1 frames: Merge <- NextIteration) settle to a fixed point: votes only
-move up the order undecided < dropped < kept, so iterating until nothing changes terminates.
+through by the same rule (in every mode). Loops (v1 frames: Merge <- NextIteration) settle to a fixed
+point: votes only move up the order undecided < dropped < kept, so iterating until nothing changes
+terminates. A NextIteration then carries the dtype of its Merge, so no Cast sits on the back edge.
 """
 
 from __future__ import annotations
@@ -338,7 +342,7 @@ class Decider:
             f"ops {', '.join(parts)} have"
         return PrecisionModeError(
             f"{self.mode.mode_key} {self.mode.mode_text}: {subject} no {' or '.join(sorted(dtypes))} support "
-            f"on Ascend 910; use allow_fp32_to_fp16 or allow_mix_precision, or keep those ops out of the graph")
+            f"on Ascend 910; use allow_fp32_to_fp16 or allow_mix_precision")
 
     # -------------------------------------------------------------- gray rule
     def _float_edges(self, name: str) -> list:

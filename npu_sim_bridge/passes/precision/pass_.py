@@ -15,8 +15,9 @@ from npu_sim_bridge.report.model import NodeDecision
 # The placement pass (run before this one) stores {node: 'host' | 'device'} here; host nodes keep their dtype.
 PLACEMENT_CACHE = "placement"
 
-ALREADY_REWRITTEN = ("the graph was already rewritten by the precision pass (Grappler runs NpuOptimizer on each "
-                     "meta-optimizer iteration): its decisions are reported, the graph is left as it is")
+# This pass stores {node: (input dtypes, output dtypes)} here: the dtype each data port holds on the NPU
+# (float16 where the op runs in float16, also when emulated in float32); the dump pass reads it.
+NPU_DTYPES_CACHE = "precision/npu_dtypes"
 
 
 class PrecisionPass(GraphPass):
@@ -43,10 +44,8 @@ class PrecisionPass(GraphPass):
                 f"the graph was already rewritten by the precision pass for {', '.join(sorted(earlier))} "
                 f"(mode:execution), and now {setting} is asked; rewrite the original graph instead")
         rewrite = not earlier
-        if not rewrite:
-            report.warn(ALREADY_REWRITTEN)
-            if ctx.item.is_function:  # a body Grappler hands over after the graph that calls it: reported there
-                return PassResult(changed=False, stats={"already_rewritten": True})
+        if not rewrite and ctx.item.is_function:  # a body Grappler hands over after its caller: reported there
+            return PassResult(changed=False, stats={"already_rewritten": True})
 
         item = ctx.item
         fetched = {node_name(t) for t in item.fetch}
@@ -56,6 +55,7 @@ class PrecisionPass(GraphPass):
         totals = _Totals()
         host = {name for name, where in (ctx.cache.get(PLACEMENT_CACHE) or {}).items() if where == "host"}
         plans = Decider(view, library, lists, mode, fetched, fed, preserved, functions, host=host).run()
+        ctx.cache[NPU_DTYPES_CACHE] = npu_port_dtypes(plans)
         _fill_report(report, plans, prefix="")
         rewriter = None
         if rewrite:
@@ -80,6 +80,8 @@ class PrecisionPass(GraphPass):
         if lists.mixlist is not None:
             stats["mixlist_overrides"] = len(lists.overrides)
         if not rewrite:
+            # Grappler's next meta-optimizer iteration hands back the rewritten graph (other optimizers may
+            # have folded or moved its Casts since): the decisions are reported, the graph is left as it is.
             stats["already_rewritten"] = True
         return PassResult(changed=bool(totals.casts or totals.retyped), stats=stats)
 
@@ -122,6 +124,21 @@ class PrecisionPass(GraphPass):
                     functions[fname] = view.graph_def.library.function[index]
                     break
         return count
+
+
+def npu_port_dtypes(plans) -> dict:
+    """{node: (dtype per data input, dtype per output)} as the NPU holds them, for the decided nodes."""
+
+    def on_npu(plan, port, is_output):
+        if not (port.is_float and port.attr is not None and port.attr in plan.attrs):
+            return port.dtype
+        if is_output and plan.cube_split:
+            return port.dtype
+        dtype = plan.npu_of_port(port.index) if port.index is not None else plan.npu
+        return dtype if dtype is not None else port.dtype
+
+    return {name: (tuple(on_npu(plan, p, False) for p in plan.sig.inputs),
+                   tuple(on_npu(plan, p, True) for p in plan.sig.outputs)) for name, plan in plans.items()}
 
 
 class _Totals:
