@@ -3,10 +3,10 @@
 Like the real module it has no `__all__`, so a star import brings every public name, including
 `tf`, `RewriterConfig`, `config_pb2`, `npu_scope`, `util`, `npu_ops` and `hccl_ops`. npu_bridge
 only ever ran on TensorFlow 1.15, so two things make a script written for it run unchanged on
-TensorFlow 2.15: `tf` here is `tensorflow.compat.v1` (the API the script was written against; a
-star import after `import tensorflow as tf` replaces it, as with the real module), and importing
-this module turns eager execution off (TF1 graph mode). Use `npu_sim_bridge.runtime.*` for the
-same helpers without that switch.
+TensorFlow 2.15: `tf` here is the TF1 API (the names of `tensorflow.compat.v1` plus `tf.contrib`,
+see runtime/tf1.py; a star import after `import tensorflow as tf` replaces the script's `tf` with
+it, as the real module's star import does), and importing this module turns eager execution off
+(TF1 graph mode). Use `npu_sim_bridge.runtime.*` for the same helpers without that switch.
 
 Importing it does NOT make every Session use the NpuOptimizer (the newest real adapter patches
 Session.__init__ to do so): call enable_npu_for_all_sessions() or set NPU_SIM_ALL_SESSIONS=1.
@@ -15,7 +15,6 @@ See npu_sim_bridge/runtime/session.py for the reasons.
 
 import os  # noqa: F401  (npu_bridge.npu_init exports it)
 
-import tensorflow.compat.v1 as tf
 from tensorflow.core.protobuf import config_pb2  # noqa: F401
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: F401
 from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
@@ -65,6 +64,7 @@ from npu_sim_bridge.runtime.estimator import (  # noqa: F401
     npu_run_config_init,
 )
 from npu_sim_bridge.runtime.graph_mode import enter_tf1_graph_mode as _enter_tf1_graph_mode
+from npu_sim_bridge.runtime.tf1 import tf1_module as _tf1_module
 from npu_sim_bridge.runtime.hooks import (  # noqa: F401
     NPUBroadcastGlobalVariablesCallback,
     NPUBroadcastGlobalVariablesHook,
@@ -92,6 +92,8 @@ from npu_sim_bridge.runtime.session import (  # noqa: F401
     shutdown_resource,
 )
 from npu_sim_bridge.runtime.session import enable_from_environment as _enable_from_environment
+
+tf = _tf1_module()  # TensorFlow 1.15's API: tf.compat.v1's names plus tf.contrib (runtime/tf1.py)
 
 experimental_options = {
     "disable_model_pruning": False,

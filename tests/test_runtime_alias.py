@@ -19,6 +19,11 @@ SEED_SCRIPTS = sorted(name for name in os.listdir(SEED_DIR) if name.endswith(".p
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# In-process `npu-sim run` calls pass --tf2: the TF1 mapping would turn TensorFlow's v2 behaviour off for
+# this whole pytest process. The TF1 mapping itself is tested through subprocesses in test_tf1_scripts.py.
+IN_PROCESS_RUN = ["run", "--tf2"]
+
+
 @pytest.fixture(autouse=True)
 def no_alias_left_behind():
     alias.uninstall_alias()
@@ -92,7 +97,7 @@ def test_run_gives_the_script_what_python_would(tmp_path, capsys):
         """)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     with pytest.raises(SystemExit) as stopped:
-        cli_main(["run", script, "3", "--steps", "2"])
+        cli_main([*IN_PROCESS_RUN, script, "3", "--steps", "2"])
     assert stopped.value.code == 3
     out = capsys.readouterr().out
     assert f"ARGV ['3', '--steps', '2'] PATH0 {tmp_path} NAME __main__" in out
@@ -105,21 +110,21 @@ def test_run_reports_a_script_error_as_python_does(tmp_path, capsys):
 
         NPURunConfig(mix_compile_mode=True, iterations_per_loop=4)
         """)
-    assert cli_main(["run", script]) == 1
+    assert cli_main([*IN_PROCESS_RUN, script]) == 1
     err = capsys.readouterr().err
     assert f'File "{script}", line 3, in <module>' in err
     assert '"iterations_per_loop" must be 1 with "mix_compile_mode" is True' in err
     assert "runpy" not in err and "npu-sim run: error" not in err
     assert "no graph of this run went through the NpuOptimizer" in err
-    assert cli_main(["run", str(tmp_path / "missing.py")]) == 2
+    assert cli_main([*IN_PROCESS_RUN, str(tmp_path / "missing.py")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 
 def test_run_refuses_to_shadow_a_real_npu_bridge(fake_real_npu_bridge, tmp_path, capsys):
     script = _write(tmp_path, "uses_bridge.py", "import npu_bridge.npu_init\nprint('SIMULATED')\n")
-    assert cli_main(["run", script]) == 2
+    assert cli_main([*IN_PROCESS_RUN, script]) == 2
     assert "a real npu_bridge is installed" in capsys.readouterr().err
-    assert cli_main(["run", "--shadow-real-npu-bridge", script]) == 0
+    assert cli_main([*IN_PROCESS_RUN, "--shadow-real-npu-bridge", script]) == 0
     assert "SIMULATED" in capsys.readouterr().out
 
 

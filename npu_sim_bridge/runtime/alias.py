@@ -11,6 +11,7 @@ part of npu_bridge the simulation lacks raises ModuleNotFoundError naming what i
 `npu_bridge` import also turns TF1 graph mode on (graph_mode.py), as npu_bridge ran on TF 1.15.
 """
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -41,8 +42,9 @@ MODULES = {
     "npu_bridge.hccl.hccl_ops": (_RUNTIME + "distributed",),
     "hccl.manage.api": (_RUNTIME + "distributed",),
     "hccl.split.api": (_RUNTIME + "distributed",),
+    "precision_tool.tf_config": ("npu_sim_bridge.precision_tool.tf_config",),
 }
-ROOTS = ("npu_bridge", "hccl")
+ROOTS = ("npu_bridge", "hccl", "precision_tool")
 
 
 def _packages():
@@ -98,8 +100,8 @@ class NpuBridgeAliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".")[0] not in ROOTS:
             return None
-        if fullname.startswith("hccl") and fullname not in MODULES and fullname not in PACKAGES:
-            return None  # only the hccl modules npu_init uses are simulated
+        if not fullname.startswith("npu_bridge") and fullname not in MODULES and fullname not in PACKAGES:
+            return None  # only the hccl modules npu_init uses, and precision_tool.tf_config, are simulated
         is_package = fullname in PACKAGES
         return importlib.machinery.ModuleSpec(fullname, self._loader, is_package=is_package)
 
@@ -179,13 +181,15 @@ def alias_installed():
     return _installed_finder() is not None
 
 
-def run_script(path, argv=(), shadow=False, alias=True):
+def run_script(path, argv=(), shadow=False, alias=True, tf1=False):
     """Run a Python script as `python path argv...` would, with the npu_bridge alias installed.
 
     The script's folder is sys.path[0], its __name__ is "__main__", sys.argv is [path, *argv];
     sys.argv and sys.path are restored afterwards. Exceptions and SystemExit from the script
     propagate (so tracebacks point at its lines). Returns the script's globals. The alias stays
     installed afterwards; uninstall_alias() removes it. alias=False runs without it.
+    tf1=True (what `npu-sim run` does): the script's own `import tensorflow` gives TensorFlow 1.15's
+    API while it runs, and TensorFlow's v2 behaviour is turned off for the process (runtime/tf1.py).
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -199,24 +203,41 @@ def run_script(path, argv=(), shadow=False, alias=True):
         sys.path[0] = script_dir
     else:
         sys.path.append(script_dir)
+    if tf1:
+        from npu_sim_bridge.runtime.tf1 import tf1_api
     try:
-        return runpy.run_path(path, run_name="__main__")
+        with tf1_api(path) if tf1 else contextlib.nullcontext():
+            return runpy.run_path(path, run_name="__main__")
     finally:
         sys.argv[:] = saved_argv
         sys.path[:] = saved_path
 
 
 def print_script_traceback(error, path, file=None):
-    """Print `error`'s traceback from the script's first frame on, as `python path` prints it."""
+    """Print `error`'s traceback from the script's first frame on, as `python path` prints it.
+
+    Frames of the TF1 import plumbing (runtime/tf1.py) that end the traceback are left out, as
+    Python leaves out its own import machinery.
+    """
     target = os.path.abspath(path)
     tb = error.__traceback__
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != target:
         tb = tb.tb_next
-    traceback.print_exception(type(error), error, tb or error.__traceback__, file=file or sys.stderr)
+    report = traceback.TracebackException(type(error), error, tb or error.__traceback__)
+    tf1 = sys.modules.get("npu_sim_bridge.runtime.tf1")
+    plumbing = tf1.PLUMBING_FILES if tf1 is not None else frozenset()
+    frames = list(report.stack)
+    while len(frames) > 1 and os.path.realpath(frames[-1].filename) in plumbing:
+        frames.pop()
+    report.stack = traceback.StackSummary.from_list(frames)
+    print("".join(report.format()), end="", file=file or sys.stderr)
 
 
-def run_command(path, argv=(), shadow=False, all_sessions=False):
-    """`npu-sim run`: run_script, then the exit status `python path argv...` would give.
+def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
+    """`npu-sim run`: run_script (TF1 API on unless tf1=False), then the exit status `python path argv...` would give.
+
+    With tf1=True TensorFlow's v2 behaviour is off for the rest of the process (a command's process
+    ends with the script; an in-process caller that must keep TensorFlow 2 behaviour passes tf1=False).
 
     An exception from the script is printed as Python prints it (traceback from the script's
     frames) and gives status 1; SystemExit from the script propagates. NpuBridgeAliasError (alias
@@ -232,7 +253,7 @@ def run_command(path, argv=(), shadow=False, all_sessions=False):
 
         enable_npu_for_all_sessions()
     try:
-        run_script(path, argv, shadow=shadow)
+        run_script(path, argv, shadow=shadow, tf1=tf1)
     except Exception as error:  # noqa: BLE001 - the script's own error, reported as `python script.py` would
         print_script_traceback(error, path)
         return 1

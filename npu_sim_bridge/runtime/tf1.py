@@ -50,6 +50,7 @@ class TF1Module(types.ModuleType):
         self.__file__ = _tf.__file__
         self.__path__ = list(_tf.__path__)
         self.__version__ = _tf.__version__
+        self.__all__ = sorted({name for name in dir(_V1) if not name.startswith("_")} | {"contrib"})
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -73,7 +74,8 @@ def _tf1_attribute(module, name):
     if name == "compat":
         return _Overlay("tensorflow.compat", _V1.compat, {"v1": module, "v2": _tf.compat.v2})
     if name == "python":
-        return _Overlay("tensorflow.python", sys.modules["tensorflow.python"], {"keras": importlib.import_module("keras.src")})
+        return _Overlay("tensorflow.python", sys.modules["tensorflow.python"],
+                        {"keras": importlib.import_module("keras.src")})
     if hasattr(_V1, name):
         return getattr(_V1, name)
     real_submodule = sys.modules.get(f"tensorflow.{name}")
@@ -264,5 +266,5 @@ def tf1_api(script=None):
 
 
 # Files whose frames a script's traceback leaves out when they end it (the import/attribute plumbing above).
-PLUMBING_FILES = frozenset({os.path.realpath(__file__),
-                            os.path.join(os.path.dirname(os.path.realpath(__file__)), "tf1_contrib.py")})
+PLUMBING_FILES = frozenset(convert(os.path.join(os.path.dirname(__file__), name))
+                           for name in ("tf1.py", "tf1_contrib.py") for convert in (os.path.abspath, os.path.realpath))
