@@ -22,12 +22,18 @@ def _add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a parameter_map option, e.g. precision_mode=allow_mix_precision")
     parser.add_argument("--fetch", action="append", default=None, metavar="NAME",
                         help="a tensor or node the caller fetches (default: the MetaGraph's train_op)")
+    parser.add_argument("--report-dir", metavar="DIR", default=None,
+                        help="write the report, the graphs before/after (.pbtxt), a TensorBoard run and an HTML "
+                             "picture there (the option sim_report_dir)")
 
 
 def _rewrite(args):
     from npu_sim_bridge.api import rewrite
 
-    return rewrite(args.graph, _parse_params(args.param), fetches=args.fetch)
+    params = _parse_params(args.param)
+    if args.report_dir:
+        params["sim_report_dir"] = args.report_dir
+    return rewrite(args.graph, params, fetches=args.fetch)
 
 
 def cmd_inspect(args) -> int:
@@ -61,7 +67,7 @@ def cmd_run(args) -> int:
     from npu_sim_bridge.runtime.alias import run_command
 
     return run_command(args.script, args.script_args, shadow=args.shadow_real_npu_bridge,
-                       all_sessions=args.all_sessions)
+                       all_sessions=args.all_sessions, tf1=not args.tf2)
 
 
 def cmd_mixlist(args) -> int:
@@ -100,11 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run a script written for npu_bridge, as `python script.py args...` would, on the simulator",
         description="Runs SCRIPT with `import npu_bridge...` mapped onto npu_sim_bridge (never over a real "
-                    "npu_bridge unless --shadow-real-npu-bridge).")
+                    "npu_bridge unless --shadow-real-npu-bridge), and with the script's own `import tensorflow` "
+                    "giving TensorFlow 1.15's API (tf.compat.v1 plus tf.contrib, v2 behaviour off) unless --tf2.")
     run.add_argument("--all-sessions", action="store_true",
                      help="give every tf.Session the NpuOptimizer, as the newest npu_bridge does at import")
     run.add_argument("--shadow-real-npu-bridge", action="store_true",
                      help="simulate even when a real npu_bridge is installed")
+    run.add_argument("--tf2", action="store_true",
+                     help="the script is written for TensorFlow 2: its `import tensorflow` gets the real module")
     run.add_argument("script", help="the Python script")
     run.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
     run.set_defaults(handler=cmd_run)
@@ -118,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     mixlist.add_argument("--ops-info", metavar="DIR", help="operator library folder (default: the built-in one)")
     mixlist.add_argument("--json", action="store_true", help="print JSON")
     mixlist.set_defaults(handler=cmd_mixlist)
+
+    from npu_sim_bridge.cli.debug_commands import add_debug_commands
+
+    add_debug_commands(commands)  # fusion-rules, compare, overflow
     return parser
 
 

@@ -36,11 +36,14 @@ def available_passes() -> list[GraphPass]:
 
 def _pass_classes() -> list[type[GraphPass]]:
     # Imported here so that a pass module can use the pipeline's helpers without a cycle.
+    from npu_sim_bridge.passes.dump import DumpPass
+    from npu_sim_bridge.passes.fusion import FusionPass
     from npu_sim_bridge.passes.partition import PartitionPass, PlacementPass
     from npu_sim_bridge.passes.precision import PrecisionPass
 
-    # placement decides host/device per node, precision skips host nodes, partition makes the GeOps.
-    classes: list[type[GraphPass]] = [PlacementPass, PrecisionPass, PartitionPass]
+    # fusion first (as the graph engine fuses before deciding precision), placement decides
+    # host/device per node, precision skips host nodes, partition makes the GeOps, dump instruments them.
+    classes: list[type[GraphPass]] = [FusionPass, PlacementPass, PrecisionPass, PartitionPass, DumpPass]
     return classes
 
 
@@ -132,7 +135,7 @@ def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
     report.seconds = time.perf_counter() - started
     if remember:
         history.remember(report)
-    _write_report(report, options)
+    _write_report(report, options, graph_def, result_graph)
     return PipelineResult(result_graph, report)
 
 
@@ -195,7 +198,7 @@ def _stamp_seen(view: GraphView) -> None:
             node.attr[SEEN_ATTR].CopyFrom(marker)
 
 
-def _write_report(report: Report, options) -> None:
+def _write_report(report: Report, options, before=None, after=None) -> None:
     directory = options.get("sim_report_dir")
     if not directory or report.rerun:  # one file set per graph, not one per Grappler iteration
         return
@@ -206,6 +209,10 @@ def _write_report(report: Report, options) -> None:
             handle.write(report.to_json())
         with open(base + ".txt", "w", encoding="utf-8") as handle:
             handle.write(report.to_text())
+        if before is not None and after is not None:
+            from npu_sim_bridge.report.views import write_views
+
+            write_views(base, report, before, after)  # .pbtxt before/after, TensorBoard run, HTML picture
     except OSError as err:
         raise ConfigError(
             f"option sim_report_dir {directory!r}: cannot write the report there ({err}); "

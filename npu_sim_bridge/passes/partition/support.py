@@ -10,6 +10,7 @@ from tensorflow.core.framework import function_pb2, node_def_pb2, types_pb2
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
+from npu_sim_bridge.passes.fusion.marks import fused_base_op
 
 WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"
 
@@ -127,6 +128,9 @@ def device_op_list(node, ctx):
     if node.op in ctx.functions:
         return None  # a direct function call: decided by function_bodies
     if ctx.ops_library.device_supported(node.op, mix_compile=ctx.mix_compile):
+        return None
+    base = fused_base_op(node)  # made by the fusion pass: runs where the op it fused runs
+    if base is not None and ctx.ops_library.device_supported(base, mix_compile=ctx.mix_compile):
         return None
     reason = f"host: op type {node.op} is not in the device op list"
     if node.op.startswith("_Fused"):

@@ -1,0 +1,106 @@
+"""npu-sim's precision-debugging subcommands (thin: parse arguments, call npu_sim_bridge.dumps / passes.fusion)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def cmd_fusion_rules(args) -> int:
+    from npu_sim_bridge.passes.fusion import describe_rules
+
+    rows, warnings = describe_rules(args.fusion_switch_file)
+    if args.json:
+        sys.stdout.write(json.dumps({"rules": rows, "warnings": warnings}, indent=2) + "\n")
+        return 0
+    for text in warnings:
+        print(f"npu-sim fusion-rules: warning: {text}", file=sys.stderr)
+    header = ("rule", "kind", "pattern", "fused op", "state")
+    table = [header] + [(r["name"], r["kind"], r["pattern"], r["fused_op"],
+                         r["state"] + ("" if r["can_switch_off"] else " (cannot be switched off)")) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if args.fusion_switch_file:
+        for row in rows:
+            print(f"  {row['name']}: {row['why']}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from npu_sim_bridge.dumps import compare_dumps
+    from npu_sim_bridge.dumps import render
+
+    out_kind = None
+    if args.out:
+        out_kind = os.path.splitext(args.out)[1].lower()
+        if out_kind not in (".csv", ".json"):
+            raise SystemExit(f"npu-sim compare: --out {args.out!r} must end in .csv or .json (the format follows "
+                             "the extension)")
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+
+    def progress(total):
+        return render.ProgressBar(total) if show and total >= args.progress_min else None
+
+    steps = [int(step) for step in args.step] if args.step else None
+    result = compare_dumps(args.dump_a, args.dump_b, atol=args.atol, rtol=args.rtol, steps=steps,
+                           progress_factory=progress)
+    if not args.quiet:
+        sys.stdout.write(render.table(result.rows, None if args.max_rows < 0 else args.max_rows))
+    for line in render.summary(result):
+        print(line)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8", newline="") as handle:
+            handle.write(render.to_csv(result) if out_kind == ".csv" else render.to_json(result))
+        print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_overflow(args) -> int:
+    from npu_sim_bridge.dumps import read_overflow
+
+    records = read_overflow(args.dump)
+    if args.json:
+        sys.stdout.write(json.dumps(records, indent=2) + "\n")
+        return 0
+    if not records:
+        print("no float overflow was recorded (enable_dump_debug)")
+    for record in records:
+        first = record["first"]
+        fused = f", fused by {' then '.join(first['fusion'])}" if first.get("fusion") else ""
+        print(f"step {record['step']}: first overflowing op {first['op']} ({first['type']}, {first['dtype']}{fused}) "
+              f"output {first['slot']}; {len(record['ops'])} op output(s) overflowed  [{record['graph']}]")
+    return 0
+
+
+def add_debug_commands(commands) -> None:
+    rules = commands.add_parser("fusion-rules", help="list the simulated fusion rules and whether a switch file "
+                                                     "leaves them on")
+    rules.add_argument("--fusion-switch-file", metavar="FILE", help="a fusion_switch_file to apply")
+    rules.add_argument("--json", action="store_true", help="print JSON")
+    rules.set_defaults(handler=cmd_fusion_rules)
+
+    compare = commands.add_parser(
+        "compare", help="compare two dumps tensor by tensor and find the first divergent op",
+        description="DUMP_A is the reference (e.g. fusion off), DUMP_B the dump under test. Each is a dump_path, "
+                    "a run folder under it or one graph folder (holding manifest.json).")
+    compare.add_argument("dump_a", metavar="DUMP_A")
+    compare.add_argument("dump_b", metavar="DUMP_B")
+    compare.add_argument("--out", metavar="FILE", help="also write every row to FILE (.csv or .json)")
+    compare.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: any difference)")
+    compare.add_argument("--rtol", type=float, default=0.0, help="tolerance relative to max|A| (default 0)")
+    compare.add_argument("--step", action="append", metavar="N", help="compare only these steps")
+    compare.add_argument("--max-rows", type=int, default=100, help="rows the table shows (-1: all)")
+    compare.add_argument("--quiet", action="store_true", help="print the summary only")
+    compare.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                         help="show a progress bar on stderr (default: when stderr is a terminal)")
+    compare.add_argument("--progress-min", type=int, default=200, help=argparse.SUPPRESS)
+    compare.set_defaults(handler=cmd_compare)
+
+    overflow = commands.add_parser("overflow", help="the first op whose float16 output overflowed, per step "
+                                                    "(a dump of a run with enable_dump_debug)")
+    overflow.add_argument("dump", metavar="DUMP")
+    overflow.add_argument("--json", action="store_true", help="print JSON")
+    overflow.set_defaults(handler=cmd_overflow)

@@ -1,0 +1,11 @@
+"""Reading dumps and comparing them: the msaccucmp step of the precision-debugging workflow.
+
+reader.py   find the graph dumps under a folder, their steps, tensors and overflow records
+compare.py  per-tensor cosine similarity and errors, the first divergent op in graph order
+render.py   the comparison as a table for people, CSV or JSON for programs; a progress bar
+"""
+
+from npu_sim_bridge.dumps.compare import CompareResult, DumpMismatchError, compare_dumps
+from npu_sim_bridge.dumps.reader import GraphDump, find_dumps, read_overflow
+
+__all__ = ["CompareResult", "DumpMismatchError", "GraphDump", "compare_dumps", "find_dumps", "read_overflow"]

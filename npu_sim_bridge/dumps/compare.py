@@ -1,0 +1,233 @@
+"""Compares two dumps tensor by tensor: cosine similarity, max absolute and relative error, first divergent op.
+
+DUMP_A is the reference (for example fusion off), DUMP_B the dump under test. Tensors are matched by
+op name, input/output and slot at each step both dumps hold; rows follow A's graph order, then the
+tensors only B has. A tensor diverges when a non-finite value (inf/nan) differs in place or
+max|b - a| > atol + rtol * max|a|; the first divergent op is the earliest such row (by step, then
+A's graph order). Dumps of different graphs (the graph NpuOptimizer received differs) are refused
+with what differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from npu_sim_bridge.dumps.reader import GraphDump, find_dumps
+from npu_sim_bridge.errors import NpuSimError
+
+OK, DIVERGED, SHAPE, ONLY_A, ONLY_B, MISSING = (
+    "match", "DIVERGED", "shape differs", "only in A", "only in B", "file missing")
+
+
+class DumpMismatchError(NpuSimError):
+    """The two dumps come from different graphs (or hold no common step)."""
+
+
+@dataclasses.dataclass
+class Row:
+    step: int
+    order: int | None
+    op: str
+    type: str
+    io: str
+    slot: int
+    status: str
+    shape: str = ""
+    dtype: str = ""
+    cosine: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    type_b: str = ""
+    fusion: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class PairResult:
+    a: GraphDump
+    b: GraphDump
+    steps: list[int]
+    rows: list[Row]
+
+    @property
+    def first_divergent(self) -> Row | None:
+        diverged = [row for row in self.rows if row.status == DIVERGED]
+        return min(diverged, key=lambda row: (row.step, row.order if row.order is not None else 1 << 60),
+                   default=None)
+
+
+@dataclasses.dataclass
+class CompareResult:
+    pairs: list[PairResult]
+    notes: list[str]
+    atol: float
+    rtol: float
+
+    @property
+    def rows(self) -> list[Row]:
+        return [row for pair in self.pairs for row in pair.rows]
+
+    @property
+    def first_divergent(self) -> tuple[PairResult, Row] | None:
+        found = [(pair, pair.first_divergent) for pair in self.pairs if pair.first_divergent is not None]
+        return found[0] if found else None
+
+
+def metrics(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, bool]:
+    """(cosine similarity, max |b-a|, max |b-a|/|a|, non-finite values differ) over the finite positions."""
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
+    nonfinite_differs = not (np.array_equal(np.isnan(a), np.isnan(b)) and
+                             np.array_equal(np.where(np.isinf(a), a, 0), np.where(np.isinf(b), b, 0)))
+    finite = np.isfinite(a) & np.isfinite(b)
+    fa, fb = a[finite], b[finite]
+    if fa.size == 0:
+        return (1.0 if not nonfinite_differs else float("nan")), 0.0, 0.0, nonfinite_differs
+    diff = np.abs(fb - fa)
+    norm_a, norm_b = float(np.linalg.norm(fa)), float(np.linalg.norm(fb))
+    if norm_a == 0.0 and norm_b == 0.0:
+        cosine = 1.0
+    elif norm_a == 0.0 or norm_b == 0.0:
+        cosine = 0.0
+    else:
+        cosine = float(np.clip(np.dot(fa, fb) / (norm_a * norm_b), -1.0, 1.0))
+    tiny = np.finfo(np.float64).tiny
+    relative = diff / np.maximum(np.abs(fa), tiny)
+    return cosine, float(diff.max()), float(relative.max()), nonfinite_differs
+
+
+def _key(entry) -> tuple:
+    return entry["op"], entry["io"], entry["slot"]
+
+
+def _fusion_text(entry) -> str:
+    if not entry.get("fusion"):
+        return ""
+    return f"fused by {' then '.join(entry['fusion'])} from {' + '.join(entry.get('fused_from', []))}"
+
+
+def compare_pair(a: GraphDump, b: GraphDump, atol: float = 0.0, rtol: float = 0.0, steps=None,
+                 progress=None) -> PairResult:
+    common = sorted(set(a.steps()) & set(b.steps()))
+    if steps is not None:
+        common = [step for step in common if step in set(steps)]
+    if not common:
+        raise DumpMismatchError(f"no step is dumped in both {a.folder} (steps {a.steps() or 'none'}) and "
+                                f"{b.folder} (steps {b.steps() or 'none'}); dump the same dump_step in both runs")
+    a_entries = {_key(entry): entry for entry in a.tensors}
+    b_entries = {_key(entry): entry for entry in b.tensors}
+    keys = [key for key in a_entries] + [key for key in b_entries if key not in a_entries]
+    rows = []
+    for step in common:
+        for key in keys:
+            if progress is not None:
+                progress.advance()
+            ea, eb = a_entries.get(key), b_entries.get(key)
+            base = ea or eb
+            row = Row(step=step, order=ea["order"] if ea else None, op=key[0], type=base["type"], io=key[1],
+                      slot=key[2], status=OK, dtype=base["dtype"], type_b=eb["type"] if eb else "",
+                      fusion=_fusion_text(eb) if eb and eb.get("fusion") else _fusion_text(ea) if ea else "")
+            if ea is None or eb is None:
+                row.status = ONLY_B if ea is None else ONLY_A
+                rows.append(row)
+                continue
+            va, vb = a.load(step, ea), b.load(step, eb)
+            if va is None or vb is None:
+                row.status = MISSING
+                rows.append(row)
+                continue
+            row.shape = "x".join(map(str, va.shape)) or "scalar"
+            if va.shape != vb.shape:
+                row.status = SHAPE
+                row.shape = f"{row.shape} vs {'x'.join(map(str, vb.shape)) or 'scalar'}"
+                rows.append(row)
+                continue
+            row.cosine, row.max_abs_err, row.max_rel_err, nonfinite = metrics(va, vb)
+            finite_a = np.asarray(va, dtype=np.float64)
+            finite_a = finite_a[np.isfinite(finite_a)]
+            scale = float(np.abs(finite_a).max()) if finite_a.size else 0.0
+            if nonfinite or row.max_abs_err > atol + rtol * scale:
+                row.status = DIVERGED
+            rows.append(row)
+    return PairResult(a, b, common, rows)
+
+
+def _differences(a: GraphDump, b: GraphDump, limit: int = 5) -> str:
+    na, nb = a.source_nodes, b.source_nodes
+    only_a = sorted(set(na) - set(nb))
+    only_b = sorted(set(nb) - set(na))
+    changed = sorted(name for name in set(na) & set(nb) if na[name] != nb[name])
+
+    def listed(names, nodes):
+        text = ", ".join(f"{name} ({nodes[name]})" for name in names[:limit])
+        return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+    parts = [f"A's graph has {len(na)} nodes, B's {len(nb)}"]
+    if only_a:
+        parts.append(f"only in A: {listed(only_a, na)}")
+    if only_b:
+        parts.append(f"only in B: {listed(only_b, nb)}")
+    if changed:
+        parts.append("op type changed: " + ", ".join(f"{name} ({na[name]} -> {nb[name]})" for name in changed[:limit]))
+    return "; ".join(parts)
+
+
+def compare_dumps(path_a: str, path_b: str, atol: float = 0.0, rtol: float = 0.0, steps=None,
+                  progress_factory=None) -> CompareResult:
+    """Compare every graph dumped under `path_a` with the dump of the same graph under `path_b`."""
+    dumps_a = [dump for dump in find_dumps(path_a) if dump.steps()]
+    dumps_b = [dump for dump in find_dumps(path_b) if dump.steps()]
+    for label, path, dumps in (("DUMP_A", path_a, dumps_a), ("DUMP_B", path_b, dumps_b)):
+        if not dumps:
+            raise DumpMismatchError(f"{label} {path!r} holds manifests but no dumped step; run the graph with "
+                                    "enable_dump and a dump_step it reaches")
+    notes = []
+    pairs: list[tuple[GraphDump, GraphDump]] = []
+    if len(dumps_a) == 1 and len(dumps_b) == 1:
+        a, b = dumps_a[0], dumps_b[0]
+        if a.fingerprint != b.fingerprint:
+            raise DumpMismatchError(
+                f"the dumps come from different graphs, so their tensors cannot be matched: A is {a.folder}, B is "
+                f"{b.folder}; {_differences(a, b)}. Compare dumps of the same model (only options such as "
+                "fusion_switch_file or precision_mode may differ)")
+        pairs.append((a, b))
+    else:
+        unused = list(dumps_b)
+        for a in dumps_a:
+            match = next((b for b in unused if b.fingerprint == a.fingerprint), None)
+            if match is None:
+                notes.append(f"graph {a.folder} has no dump of the same graph in B; skipped")
+                continue
+            unused.remove(match)
+            pairs.append((a, match))
+        notes.extend(f"graph {b.folder} has no dump of the same graph in A; skipped" for b in unused)
+        if not pairs:
+            a, b = dumps_a[0], dumps_b[0]
+            raise DumpMismatchError(
+                f"no graph dumped under {path_a!r} ({len(dumps_a)} graphs) is the same graph as one under "
+                f"{path_b!r} ({len(dumps_b)} graphs); for example {_differences(a, b)}")
+    progress = None
+    if progress_factory is not None:
+        total = 0
+        for a, b in pairs:
+            keys = {_key(e) for e in a.tensors} | {_key(e) for e in b.tensors}
+            total += len(keys) * len(set(a.steps()) & set(b.steps()))
+        progress = progress_factory(total)
+    results, refused = [], []
+    try:
+        for a, b in pairs:
+            try:
+                results.append(compare_pair(a, b, atol, rtol, steps, progress))
+            except DumpMismatchError as err:  # no common step in this pair: the others may still have one
+                refused.append(err)
+                notes.append(f"skipped: {err}")
+    finally:
+        if progress is not None:
+            progress.close()
+    if not results:
+        raise refused[0]
+    return CompareResult(results, notes, atol, rtol)

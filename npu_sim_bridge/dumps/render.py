@@ -1,0 +1,122 @@
+"""The comparison for people (an aligned table and a summary) and for programs (CSV or JSON); a progress bar."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+import time
+
+from npu_sim_bridge.dumps.compare import DIVERGED, CompareResult, Row
+
+COLUMNS = ("step", "order", "op", "type", "io", "slot", "shape", "dtype", "cosine", "max_abs_err", "max_rel_err",
+           "status", "type_b", "fusion")
+
+
+def _number(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return f"{value:.6g}"
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else "..." + text[-(width - 3):]
+
+
+def summary(result: CompareResult) -> list[str]:
+    lines = []
+    for pair in result.pairs:
+        diverged = sum(1 for row in pair.rows if row.status == DIVERGED)
+        lines.append(f"A: {pair.a}")
+        lines.append(f"B: {pair.b}")
+        lines.append(f"   {len(pair.rows)} tensors compared at steps {', '.join(map(str, pair.steps))}: "
+                     f"{diverged} diverged (atol={result.atol:g}, rtol={result.rtol:g})")
+    first = result.first_divergent
+    if first is None:
+        lines.append("no divergent op: every tensor both dumps hold matches")
+    else:
+        pair, row = first
+        fused = f", {row.fusion}" if row.fusion else ""
+        lines.append(f"first divergent op: {row.op} ({row.type_b or row.type}{fused}) {row.io} {row.slot} at step "
+                     f"{row.step}, graph order {row.order}: cosine {_number(row.cosine)}, max abs error "
+                     f"{_number(row.max_abs_err)}, max relative error {_number(row.max_rel_err)}")
+        if row.fusion:
+            lines.append("   to check a fusion rule: switch it off in a fusion_switch_file "
+                         '({"Switch":{"GraphFusion":{"<rule>":"off"}}}), dump again and compare')
+    lines.extend(f"note: {note}" for note in result.notes)
+    return lines
+
+
+def table(rows: list[Row], max_rows: int | None = 100) -> str:
+    header = ("step", "order", "op", "type", "io:slot", "shape", "cosine", "max_abs_err", "max_rel_err", "status")
+    shown = rows if max_rows is None else rows[:max_rows]
+    cells = [header] + [(str(r.step), "-" if r.order is None else str(r.order), _short(r.op, 48),
+                         _short(r.type if not r.type_b or r.type_b == r.type else f"{r.type}/{r.type_b}", 28),
+                         f"{r.io}:{r.slot}", r.shape or "-", _number(r.cosine), _number(r.max_abs_err),
+                         _number(r.max_rel_err), r.status) for r in shown]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
+    if len(shown) < len(rows):
+        lines.append(f"... {len(rows) - len(shown)} more rows (--max-rows, or --out FILE.csv for all)")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(result: CompareResult) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(("graph_a", "graph_b") + COLUMNS)
+    for pair in result.pairs:
+        for row in pair.rows:
+            values = row.to_dict()
+            writer.writerow([pair.a.folder, pair.b.folder] + ["" if values[c] is None else values[c] for c in COLUMNS])
+    return out.getvalue()
+
+
+def to_json(result: CompareResult) -> str:
+    first = result.first_divergent
+    data = {
+        "atol": result.atol, "rtol": result.rtol, "notes": result.notes,
+        "first_divergent": None if first is None else dict(first[1].to_dict(), graph_a=first[0].a.folder,
+                                                           graph_b=first[0].b.folder),
+        "pairs": [{"graph_a": pair.a.folder, "graph_b": pair.b.folder, "steps": pair.steps,
+                   "rows": [_clean(row.to_dict()) for row in pair.rows]} for pair in result.pairs],
+    }
+    return json.dumps(data, indent=1)
+
+
+def _clean(values: dict) -> dict:
+    return {key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in values.items()}
+
+
+class ProgressBar:
+    """A one-line progress bar on a stream (stderr), redrawn at most ten times a second."""
+
+    def __init__(self, total: int, label: str = "comparing", stream=None, width: int = 30):
+        self.total = max(total, 1)
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.done = 0
+        self._drawn = 0.0
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        now = time.monotonic()
+        if now - self._drawn >= 0.1 or self.done >= self.total:
+            self._draw()
+            self._drawn = now
+
+    def _draw(self) -> None:
+        filled = int(self.width * min(self.done, self.total) / self.total)
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} "
+                          "tensors")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self._draw()
+        self.stream.write("\n")
+        self.stream.flush()

@@ -1,0 +1,103 @@
+"""The "fusion" pass: applies the fusion rules the fusion_switch_file leaves on, before placement and precision.
+
+Runs first, as the NPU's graph engine fuses before it decides precision. Function bodies (Grappler's
+function items) are left alone, and so is a graph an earlier NpuOptimizer run already processed
+(Grappler runs the pipeline twice): then the fused nodes it finds are only reported. Every match is
+reported: fused (on the fused node and on the nodes it replaced), switched off, or not fired with the
+reason the rule's check gave.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
+from npu_sim_bridge.passes.fusion.marks import FUSION_ATTR, fused_from, fusion_rules
+from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
+from npu_sim_bridge.passes.fusion.switch import load_switch
+from npu_sim_bridge.report.model import NodeDecision
+
+SEEN_ATTR = "_npu_sim_seen"  # stamped by the pipeline on every node it processed
+FUSED_CACHE = "fusion/fused"  # {fused node: [rule names]} for the passes after this one
+
+REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) before NpuOptimizer saw the graph, "
+                 "so fusion_switch_file cannot switch them off; set rewrite_options.remapping = "
+                 "RewriterConfig.OFF (npu_config_proto does) to let the fusion rules decide")
+
+
+class FusionPass(GraphPass):
+    """Fuse MatMul/Conv2D with BiasAdd (and Relu) into TensorFlow's fused kernels, rule by named rule."""
+
+    name = "fusion"
+    description = ("graph and UB fusion rules (MatMulBiasAddFusionPass, AABiasaddConvFusion, ...) onto "
+                   "_FusedMatMul/_FusedConv2D, switched by fusion_switch_file")
+
+    def run(self, ctx: PassContext) -> PassResult:
+        if ctx.item.is_function:
+            return PassResult(changed=False, stats={"function_body": True})
+        view, report = ctx.view, ctx.report
+        switch = load_switch(ctx.options.get("fusion_switch_file") or None)
+        rules = all_rules()
+        switch.check_names(rules)
+        for text in switch.warnings:
+            report.warn(text)
+        remapped = [node.name for node in view.nodes()
+                    if node.op.startswith("_Fused") and FUSION_ATTR not in node.attr]
+        if remapped:
+            report.warn(REMAPPER_NOTE.format(count=len(remapped), examples=", ".join(remapped[:3])))
+        states = {rule.name: switch.state(rule) for rule in rules}
+        stats = {"rules": {name: ("on" if state.on else "off") for name, state in states.items()}}
+
+        if any(SEEN_ATTR in node.attr for node in view.nodes()):
+            existing = Counter(rule for node in view.nodes() for rule in fusion_rules(node))
+            ctx.cache[FUSED_CACHE] = {node.name: fusion_rules(node) for node in view.nodes() if fusion_rules(node)}
+            stats.update(already_processed=True, fused=dict(existing))
+            return PassResult(changed=False, stats=stats)
+
+        from npu_sim_bridge.graph.outline import function_library
+        from npu_sim_bridge.passes.partition import support
+
+        candidate = support.CandidateTest(support.SupportContext(
+            ops_library=ctx.ops_library(), mix_compile=bool(ctx.options.get("mix_compile_mode")),
+            functions=function_library(view)), support.NODE_PREDICATES)
+        env = FusionEnv(candidate=candidate, protected=ctx.item.protected_nodes,
+                        native_fp16=(ctx.options.get("sim_fp16_execution") or "emulate") == "native")
+        fired, off, refused = Counter(), Counter(), Counter()
+        for rule in rules:
+            state = states[rule.name]
+            for name in [node.name for node in view.nodes()]:
+                node = view.get(name)
+                match = rule.match(view, node) if node is not None else None
+                if match is None:
+                    continue
+                if not state.on:
+                    off[rule.name] += 1
+                    _note(ctx, match.root, f"{rule.name} switched off ({state.why})")
+                    continue
+                reason = rule.check(view, match, env)
+                if reason:
+                    refused[rule.name] += 1
+                    _note(ctx, match.root, f"{rule.name} did not fire: {reason}")
+                    continue
+                fused = rule.rewrite(view, match, env)
+                fired[rule.name] += 1
+                self._report(ctx, fused, rule, match)
+        ctx.cache[FUSED_CACHE] = {node.name: fusion_rules(node) for node in view.nodes() if fusion_rules(node)}
+        stats.update(fused=dict(fired), switched_off=dict(off), not_fired=dict(refused))
+        return PassResult(changed=bool(fired), stats=stats)
+
+    @staticmethod
+    def _report(ctx, fused, rule, match) -> None:
+        parts = " + ".join(f"{name} ({op})" for name, op in fused_from(fused))
+        _note(ctx, fused.name, f"fused by {rule.name}: {parts} -> {fused.op}")
+        for name in match.nodes[:-1]:
+            _note(ctx, name, f"fused into {fused.name} ({fused.op}) by {rule.name}")
+
+
+def _note(ctx, name: str, text: str) -> NodeDecision:
+    record = ctx.report.nodes.get(name)
+    if record is None:
+        node = ctx.view.get(name)
+        record = ctx.report.nodes[name] = NodeDecision(name=name, op=node.op if node is not None else "")
+    record.add_reason(text)
+    return record
