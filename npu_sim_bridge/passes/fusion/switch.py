@@ -14,10 +14,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import os
-import re
 import warnings
 
+from npu_sim_bridge.config import jsonfile
 from npu_sim_bridge.errors import ConfigError
 
 SWITCH = "Switch"
@@ -26,10 +25,6 @@ UB_FUSION = "UBFusion"
 SECTIONS = (GRAPH_FUSION, UB_FUSION)
 ALL = "ALL"
 EXAMPLE = '{"Switch": {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}}}'
-
-# Strings first, so that "//", "/*" or "," inside a string is left alone.
-_COMMENT_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*(?:.*?\*/|.*)', re.S)
-_TRAILING_COMMA_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|,(?=\s*[}\]])')
 
 # Fusion rules of the real toolchain that the simulator does not implement (public CANN fusion
 # references); switching them is accepted and changes nothing here.
@@ -117,42 +112,14 @@ def _close(name, choices) -> str:
 
 def lenient_json_text(text: str, path: str) -> str:
     """`text` with comments and trailing commas blanked out; lines and columns of the rest unchanged."""
-
-    def blank_comment(match):
-        token = match.group(0)
-        if token.startswith('"'):
-            return token
-        if token.startswith("/*") and not token.endswith("*/"):
-            line, column = _position(text, match.start())
-            raise ConfigError(f"fusion_switch_file {path!r}: a /* comment opened at line {line}, column {column} "
-                              "is never closed; close it with */")
-        return re.sub(r"[^\n]", " ", token)
-
-    without_comments = _COMMENT_TOKENS.sub(blank_comment, text)
-    return _TRAILING_COMMA_TOKENS.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ",
-                                      without_comments)
-
-
-def _position(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return jsonfile.strip_trailing_commas(jsonfile.strip_comments(text, f"fusion_switch_file {path!r}"))
 
 
 def load_switch(path: str | None) -> FusionSwitch:
     """The switch a fusion_switch_file path gives (None or "": every rule on)."""
     if not path:
         return FusionSwitch()
-    if not os.path.exists(path):
-        raise ConfigError(f"fusion_switch_file {path!r} does not exist; set fusion_switch_file to the path of a "
-                          f"JSON file such as {EXAMPLE}")
-    if os.path.isdir(path):
-        raise ConfigError(f"fusion_switch_file {path!r} is a directory; set it to the path of a JSON file")
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"fusion_switch_file {path!r} cannot be read ({err}); make it a readable UTF-8 "
-                          "JSON file") from None
+    text = jsonfile.read_option_file(path, "fusion_switch_file", EXAMPLE)
     return parse_switch(text, path)
 
 

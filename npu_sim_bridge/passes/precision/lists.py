@@ -19,10 +19,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import os
-import re
 import warnings
 
+from npu_sim_bridge.config import jsonfile
 from npu_sim_bridge.errors import ConfigError
 
 BLACK_LIST = "black-list"
@@ -37,29 +36,13 @@ _SECTION_COLOUR = {BLACK_LIST: BLACK, WHITE_LIST: WHITE}
 
 EXAMPLE = '{"black-list": {"to-add": ["Log"]}, "white-list": {"to-remove": ["Conv2D"]}}'
 
-# Strings first, so that "//" or "/*" inside a string is never taken for a comment.
-_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*(?:.*?\*/|.*)', re.S)
-
-
 class MixlistWarning(UserWarning):
     """A modify_mixlist entry that is ignored (unknown op name, removal from a list the op is not in)."""
 
 
 def strip_comments(text: str, path: str = "<string>") -> str:
     """`text` with // and /* */ comments blanked out; line and column of everything else unchanged."""
-
-    def blank(match):
-        token = match.group(0)
-        if token.startswith('"'):
-            return token
-        if token.startswith("/*") and not token.endswith("*/"):
-            line = text.count("\n", 0, match.start()) + 1
-            column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
-            raise ConfigError(f"modify_mixlist file {path!r}: a /* comment opened at line {line}, column "
-                              f"{column} is never closed; close it with */")
-        return re.sub(r"[^\n]", " ", token)
-
-    return _TOKENS.sub(blank, text)
+    return jsonfile.strip_comments(text, f"modify_mixlist file {path!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,17 +70,7 @@ def _reject_duplicates(path):
 
 def load_mixlist(path: str) -> Mixlist:
     """Read and check a modify_mixlist file; raises ConfigError naming the file on any problem."""
-    if not os.path.exists(path):
-        raise ConfigError(f"modify_mixlist file {path!r} does not exist; set modify_mixlist to the path of a "
-                          f"JSON file such as {EXAMPLE}")
-    if os.path.isdir(path):
-        raise ConfigError(f"modify_mixlist {path!r} is a directory; set it to the path of a JSON file")
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"modify_mixlist file {path!r} cannot be read ({err}); make it a readable UTF-8 "
-                          "JSON file") from None
+    text = jsonfile.read_option_file(path, "modify_mixlist file", EXAMPLE)
     return parse_mixlist(text, path)
 
 
