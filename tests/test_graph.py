@@ -102,6 +102,7 @@ def test_topological_order_respects_every_edge(edges):
         node.input.extend(f"n{j}" for j in inputs if j < index)  # only earlier nodes: acyclic
     graph_def.node.reverse()  # order in the GraphDef must not matter
     order = topological_order(graph_def)
+    assert topological_order(GraphView(graph_def)) == order  # the indexed path agrees
     position = {name: i for i, name in enumerate(order)}
     for node in graph_def.node:
         for text in node.input:

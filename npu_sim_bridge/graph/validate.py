@@ -64,13 +64,42 @@ def _order(records: Records) -> tuple[list[str], list[str]]:
     return order, stuck
 
 
+def _order_view(view) -> tuple[list[str], list[str]]:
+    """Kahn's algorithm over a GraphView's consumer index: no input string is parsed."""
+    records = view.records()
+    position = {name: i for i, (name, _, _) in enumerate(records)}
+    pending = [0] * len(records)
+    users: list[list[int]] = [[] for _ in records]
+    for producer, consumers in view.consumer_index().items():
+        where = position.get(producer)
+        if where is None or records[where][1] in BACK_EDGE_OPS:
+            continue
+        targets = users[where]
+        for consumer, count in consumers.items():
+            index = position[consumer]
+            pending[index] += count
+            targets.extend([index] * count)
+    ready = [i for i, count in enumerate(pending) if count == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(records[index][0])
+        for user in users[index]:
+            pending[user] -= 1
+            if pending[user] == 0:
+                heapq.heappush(ready, user)
+    stuck = [records[i][0] for i, count in enumerate(pending) if count > 0]
+    return order, stuck
+
+
 def topological_order(graph: GraphLike) -> list[str]:
     """Node names with every producer before its consumers (loop back edges ignored).
 
     Deterministic: among ready nodes the one earliest in the GraphDef goes first. Raises
     GraphValidationError on a cycle that is not a v1 loop.
     """
-    order, stuck = _order(_records(graph))
+    order, stuck = _order(_records(graph)) if isinstance(graph, graph_pb2.GraphDef) else _order_view(graph)
     if stuck:
         raise GraphValidationError("the graph has a cycle through nodes " + _listed(stuck))
     return order
@@ -98,6 +127,6 @@ def validate_graph(graph: GraphLike, where: str = "graph",
                 if parse_input(text).node not in seen and parse_input(text).node not in allow_external]
     if dangling:
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
-    _, stuck = _order(records)
+    _, stuck = _order(records) if isinstance(graph, graph_pb2.GraphDef) else _order_view(graph)
     if stuck:
         raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")

@@ -50,6 +50,10 @@ class GraphView:
         """
         return [(name, self._nodes[name].op, self._inputs[name]) for name in self._order]
 
+    def consumer_index(self) -> dict[str, dict[str, int]]:
+        """producer name -> {consumer name: number of edges}; read-only, kept current by the mutators."""
+        return self._consumers
+
     def node(self, name: str) -> node_def_pb2.NodeDef:
         try:
             return self._nodes[name]
