@@ -36,6 +36,22 @@ def _records(graph: GraphLike) -> Records:
     return graph.records()
 
 
+def _kahn(records: Records, pending: list[int], users: list[list[int]]) -> tuple[list[str], list[str]]:
+    """Release nodes whose pending count reaches zero, earliest in the GraphDef first."""
+    ready = [i for i, count in enumerate(pending) if count == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(records[index][0])
+        for user in users[index]:
+            pending[user] -= 1
+            if pending[user] == 0:
+                heapq.heappush(ready, user)
+    stuck = [records[i][0] for i, count in enumerate(pending) if count > 0]
+    return order, stuck
+
+
 def _order(records: Records) -> tuple[list[str], list[str]]:
     """Kahn's algorithm; ties keep GraphDef order. Returns (order, names left on a cycle)."""
     position = {name: i for i, (name, _, _) in enumerate(records)}
@@ -50,18 +66,7 @@ def _order(records: Records) -> tuple[list[str], list[str]]:
                 continue
             pending[index] += 1
             users[where].append(index)
-    ready = [i for i, count in enumerate(pending) if count == 0]
-    heapq.heapify(ready)
-    order: list[str] = []
-    while ready:
-        index = heapq.heappop(ready)
-        order.append(records[index][0])
-        for user in users[index]:
-            pending[user] -= 1
-            if pending[user] == 0:
-                heapq.heappush(ready, user)
-    stuck = [records[i][0] for i, count in enumerate(pending) if count > 0]
-    return order, stuck
+    return _kahn(records, pending, users)
 
 
 def _order_view(view) -> tuple[list[str], list[str]]:
@@ -79,18 +84,7 @@ def _order_view(view) -> tuple[list[str], list[str]]:
             index = position[consumer]
             pending[index] += count
             targets.extend([index] * count)
-    ready = [i for i, count in enumerate(pending) if count == 0]
-    heapq.heapify(ready)
-    order: list[str] = []
-    while ready:
-        index = heapq.heappop(ready)
-        order.append(records[index][0])
-        for user in users[index]:
-            pending[user] -= 1
-            if pending[user] == 0:
-                heapq.heappush(ready, user)
-    stuck = [records[i][0] for i, count in enumerate(pending) if count > 0]
-    return order, stuck
+    return _kahn(records, pending, users)
 
 
 def topological_order(graph: GraphLike) -> list[str]:
