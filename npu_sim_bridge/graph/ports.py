@@ -11,6 +11,12 @@ from tensorflow.python.framework import op_def_registry
 from npu_sim_bridge.errors import UnsupportedGraphError
 
 
+FLOAT_TYPES = frozenset({types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16})
+
+# Ref dtypes (DT_FLOAT_REF, ...) are the base dtype plus this offset.
+_REF_OFFSET = 100
+
+
 class Port(NamedTuple):
     """One input or output of a node: the OpDef arg it belongs to, its index in that arg, its dtype."""
 
@@ -18,10 +24,22 @@ class Port(NamedTuple):
     index: int
     dtype: int          # a types_pb2.DataType value (never a _REF type; see is_ref)
     is_ref: bool = False
+    type_attr: str | None = None   # the type or list(type) attr that sets dtype; None when the op fixes it
+    list_index: int | None = None  # with a list(type) type_attr: the element of that list
+
+    @property
+    def is_float(self) -> bool:
+        """Whether the port carries float32, float16 or bfloat16."""
+        return self.dtype in FLOAT_TYPES
 
     def function_output(self, node: str) -> str:
         """How a FunctionDef body names this output of `node`: "node:arg:index"."""
         return f"{node}:{self.arg}:{self.index}"
+
+
+def base_dtype(dtype: int) -> int:
+    """The dtype without its ref-ness (DT_FLOAT for DT_FLOAT_REF)."""
+    return dtype - _REF_OFFSET if dtype > _REF_OFFSET else dtype
 
 
 def op_signature(op: str, library: Mapping[str, function_pb2.FunctionDef] | None = None):
@@ -62,49 +80,75 @@ def _signature_or_error(node, library):
     return signature
 
 
-def _attr(node, defaults, name):
+def _attr(node, defaults, name, strict=True):
     if name in node.attr:
         return node.attr[name]
     default = defaults.get(name)
     if default is not None:
         return default
+    if not strict:
+        return None
     raise UnsupportedGraphError(
         f"node {node.name!r} ({node.op}) lacks attribute {name!r} that gives the type of its ports; "
         "the GraphDef is incomplete: export it again with tf.Graph.as_graph_def()")
 
 
+def registered_spec(op: str):
+    """(attr defaults, input arg specs, output arg specs) of a registered op, or None when it is not registered."""
+    return _registered_spec(op) if op_def_registry.get(op) is not None else None
+
+
 @functools.lru_cache(maxsize=4096)
 def _registered_spec(op: str):
-    """(attr defaults, input arg specs, output arg specs) of a registered op, read once per op type."""
+    """`registered_spec`, read once per op type (only asked for registered ops, which stay registered)."""
     op_def = op_def_registry.get(op)
-    return (_defaults(op_def), _arg_specs(op_def.input_arg), _arg_specs(op_def.output_arg))
+    return (_defaults(op_def), arg_specs(op_def.input_arg), arg_specs(op_def.output_arg))
 
 
 def _defaults(op_def) -> dict:
     return {attr.name: attr.default_value for attr in op_def.attr if attr.HasField("default_value")}
 
 
-def _arg_specs(args) -> tuple:
+def arg_specs(args) -> tuple:
+    """(name, fixed type, type_attr, number_attr, type_list_attr, is_ref) of each OpDef arg."""
     return tuple((arg.name, arg.type, arg.type_attr, arg.number_attr, arg.type_list_attr, arg.is_ref)
                  for arg in args)
 
 
+def expand_arg(node, spec: tuple, defaults: Mapping, strict: bool = True) -> list[Port]:
+    """The flat ports of one OpDef arg (an `arg_specs` entry) of `node`.
+
+    An attr the node lacks (and has no default) raises UnsupportedGraphError when `strict`; otherwise it
+    reads as an empty list(type), DT_INVALID or a count of 0.
+    """
+    name, fixed, type_attr, number_attr, type_list_attr, arg_is_ref = spec
+    if type_list_attr:
+        value = _attr(node, defaults, type_list_attr, strict)
+        types = list(value.list.type) if value is not None else []
+        return [Port(name, index, base_dtype(dtype), arg_is_ref or dtype > _REF_OFFSET, type_list_attr, index)
+                for index, dtype in enumerate(types)]
+    if fixed != types_pb2.DT_INVALID:
+        dtype, attr = fixed, None
+    else:
+        value = _attr(node, defaults, type_attr, strict)
+        dtype, attr = (value.type if value is not None else types_pb2.DT_INVALID), type_attr or None
+    count = 1
+    if number_attr:
+        value = _attr(node, defaults, number_attr, strict)
+        count = value.i if value is not None else 0
+    is_ref, dtype = arg_is_ref or dtype > _REF_OFFSET, base_dtype(dtype)
+    return [Port(name, index, dtype, is_ref, attr) for index in range(count)]
+
+
 def _ports(node, library, outputs: bool) -> list[Port]:
-    if op_def_registry.get(node.op) is not None:
-        defaults, inputs, outs = _registered_spec(node.op)
+    spec = registered_spec(node.op)
+    if spec is not None:
+        defaults, inputs, outs = spec
         specs = outs if outputs else inputs
     else:
         signature = _signature_or_error(node, library)
-        defaults, specs = {}, _arg_specs(signature.output_arg if outputs else signature.input_arg)
+        defaults, specs = {}, arg_specs(signature.output_arg if outputs else signature.input_arg)
     ports: list[Port] = []
-    for name, fixed, type_attr, number_attr, type_list_attr, arg_is_ref in specs:
-        if type_list_attr:
-            types = list(_attr(node, defaults, type_list_attr).list.type)
-        else:
-            dtype = fixed if fixed != types_pb2.DT_INVALID else _attr(node, defaults, type_attr).type
-            count = _attr(node, defaults, number_attr).i if number_attr else 1
-            types = [dtype] * count
-        for index, dtype in enumerate(types):
-            is_ref = arg_is_ref or dtype > 100
-            ports.append(Port(name, index, dtype - 100 if dtype > 100 else dtype, is_ref))
+    for arg in specs:
+        ports.extend(expand_arg(node, arg, defaults))
     return ports

@@ -66,13 +66,13 @@ class Rewriter:
 
     # ------------------------------------------------------------ dtype rules
     def _npu(self, plan: Plan, port: ports.Port) -> int | None:
-        if plan.port_npu is not None and port.index is not None:
-            return plan.port_npu[port.index] if port.index < len(plan.port_npu) else None
+        if plan.port_npu is not None and port.list_index is not None:
+            return plan.port_npu[port.list_index] if port.list_index < len(plan.port_npu) else None
         return plan.npu
 
     def _changeable(self, plan: Plan | None, port: ports.Port) -> bool:
         return (plan is not None and plan.role in (FIXED, GRAY, PLUMBING) and port.is_float
-                and port.attr is not None and port.attr in plan.attrs)
+                and port.type_attr is not None and port.type_attr in plan.attrs)
 
     def _lowered(self, plan: Plan, port: ports.Port) -> bool:
         """Emulated: the NPU holds this port in the low dtype but the graph keeps float32."""
@@ -167,8 +167,8 @@ class Rewriter:
                 types = list(node.attr["T"].list.type)
                 new = list(types)
                 for port in plan.sig.outputs:
-                    if port.index is not None and port.index < len(new):
-                        new[port.index] = self.exec_dtype(plan, port)
+                    if port.list_index is not None and port.list_index < len(new):
+                        new[port.list_index] = self.exec_dtype(plan, port)
                 if new != types:
                     changes["T"] = attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(type=new))
             else:

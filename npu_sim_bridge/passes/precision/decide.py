@@ -400,7 +400,7 @@ class Decider:
             vote, follows, port = self._combine(edges)
             npu = self.plans[follows].npu_of_port(port) if follows is not None else None
         elif plan.role == PLUMBING:
-            governed = [e for e in edges if plan.sig.inputs[e[2]].attr in plan.attrs]
+            governed = [e for e in edges if plan.sig.inputs[e[2]].type_attr in plan.attrs]
             vote, follows, port = self._combine(governed)
             npu = self.plans[follows].npu_of_port(port) if follows is not None else plan.orig
         else:

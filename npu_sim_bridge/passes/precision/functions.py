@@ -137,5 +137,5 @@ class FunctionBody:
         outputs = self._sig(nodes[ref.node]).outputs
         if ref.port < len(outputs):
             port = outputs[ref.port]
-            return f"{ref.node}:{port.arg}:{port.arg_index}"
+            return f"{ref.node}:{port.arg}:{port.index}"
         return text

@@ -130,11 +130,11 @@ def npu_port_dtypes(plans) -> dict:
     """{node: (dtype per data input, dtype per output)} as the NPU holds them, for the decided nodes."""
 
     def on_npu(plan, port, is_output):
-        if not (port.is_float and port.attr is not None and port.attr in plan.attrs):
+        if not (port.is_float and port.type_attr is not None and port.type_attr in plan.attrs):
             return port.dtype
         if is_output and plan.cube_split:
             return port.dtype
-        dtype = plan.npu_of_port(port.index) if port.index is not None else plan.npu
+        dtype = plan.npu_of_port(port.list_index) if port.list_index is not None else plan.npu
         return dtype if dtype is not None else port.dtype
 
     return {name: (tuple(on_npu(plan, p, False) for p in plan.sig.inputs),
@@ -170,8 +170,8 @@ def _fill_report(report, plans, prefix: str) -> None:
         if plan.role in (FIXED, GRAY):
             record.list = plan.colour
         if plan.port_npu is not None:
-            floats = [(p.dtype, plan.port_npu[p.index]) for p in plan.sig.outputs
-                      if p.is_float and p.index is not None]
+            floats = [(p.dtype, plan.port_npu[p.list_index]) for p in plan.sig.outputs
+                      if p.is_float and p.list_index is not None]
             if floats:
                 record.dtype_before, record.dtype_after = name_of(floats[0][0]), name_of(floats[0][1])
         elif plan.orig is not None:

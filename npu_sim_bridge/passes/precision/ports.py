@@ -1,19 +1,14 @@
-"""Typed ports of a node: the dtype each data input and output carries, and which type attr sets it.
-
-The precision pass changes a node's dtype by rewriting its type attrs, so it must know, for every
-data input and output, whether the port's dtype comes from a type attr (and which), from an element
-of a list(type) attr, or is fixed by the op. This module reads that from the registered OpDef (or,
-for a call of a function of the graph's library, from the FunctionDef signature).
-"""
+"""Typed ports of a node for the precision pass: cached signatures on graph.ports, with the type attr that sets each dtype."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from tensorflow.core.framework import types_pb2
-from tensorflow.python.framework import op_def_registry
 
-FLOAT_TYPES = frozenset({types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16})
+from npu_sim_bridge.graph import ports as graph_ports
+from npu_sim_bridge.graph.ports import FLOAT_TYPES, Port, base_dtype
+
 LOW_TYPES = frozenset({types_pb2.DT_HALF, types_pb2.DT_BFLOAT16})
 
 DTYPE_BY_NAME = {
@@ -23,27 +18,11 @@ DTYPE_BY_NAME = {
 }
 NAME_BY_DTYPE = {value: key for key, value in DTYPE_BY_NAME.items()}
 
-# Ref dtypes (DT_FLOAT_REF, ...) are the base dtype plus this offset.
-_REF_OFFSET = 100
-
 # Fused ops whose list(type) attr of extra arguments moves together with T (bias of _FusedConv2D).
 LIST_FOLLOWS_T = {"_FusedConv2D": "TArgs"}
 
-
-@dataclasses.dataclass(frozen=True)
-class Port:
-    """One data input or output: its dtype and the attr that sets it (None when the op fixes it)."""
-
-    dtype: int
-    attr: str | None = None
-    index: int | None = None     # element of a list(type) attr
-    is_ref: bool = False
-    arg: str = ""                # OpDef argument name
-    arg_index: int = 0           # position inside a repeated or list argument
-
-    @property
-    def is_float(self) -> bool:
-        return self.dtype in FLOAT_TYPES
+__all__ = ["FLOAT_TYPES", "LOW_TYPES", "DTYPE_BY_NAME", "NAME_BY_DTYPE", "LIST_FOLLOWS_T", "Port", "Signature",
+           "UNKNOWN", "signature", "type_attr_dtype", "dtype_name"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +41,8 @@ class Signature:
         inputs, outputs = tuple(inputs), tuple(outputs)
         names: list[str] = []
         for port in inputs + outputs:
-            if port.is_float and port.attr and port.attr not in names:
-                names.append(port.attr)
+            if port.is_float and port.type_attr and port.type_attr not in names:
+                names.append(port.type_attr)
         return Signature(inputs, outputs, True, any(p.is_float for p in inputs + outputs),
                          any(p.is_ref or p.dtype == types_pb2.DT_RESOURCE for p in inputs), tuple(names))
 
@@ -77,47 +56,16 @@ class Signature:
 
 UNKNOWN = Signature((), (), known=False)
 
-_op_defs: dict[str, object] = {}
 
-
-def op_def(op: str):
-    """The registered OpDef of an op type, or None."""
-    if op not in _op_defs:
-        _op_defs[op] = op_def_registry.get(op)
-    return _op_defs[op]
-
-
-def _attr(node, op_definition, name):
-    if name in node.attr:
-        return node.attr[name]
-    for attr in op_definition.attr:
-        if attr.name == name and attr.HasField("default_value"):
-            return attr.default_value
-    return None
-
-
-def _expand(node, op_definition, arg) -> list[Port]:
-    ref = bool(arg.is_ref)
-    if arg.type_list_attr:
-        value = _attr(node, op_definition, arg.type_list_attr)
-        types = list(value.list.type) if value is not None else []
-        follows = LIST_FOLLOWS_T.get(node.op) == arg.type_list_attr
-        return [Port(_base(t), "T" if follows else arg.type_list_attr, None if follows else i, ref,
-                     arg.name, i) for i, t in enumerate(types)]
-    if arg.type_attr:
-        value = _attr(node, op_definition, arg.type_attr)
-        dtype, attr = (value.type if value is not None else types_pb2.DT_INVALID), arg.type_attr
-    else:
-        dtype, attr = arg.type, None
-    count = 1
-    if arg.number_attr:
-        value = _attr(node, op_definition, arg.number_attr)
-        count = value.i if value is not None else 0
-    return [Port(_base(dtype), attr, None, ref, arg.name, i) for i in range(count)]
-
-
-def _base(dtype: int) -> int:
-    return dtype - _REF_OFFSET if dtype > _REF_OFFSET else dtype
+def _expand(node, spec, defaults) -> list[Port]:
+    """The shared expansion, tolerant of missing attrs, with the precision pass's view of list attrs and refs."""
+    ports = graph_ports.expand_arg(node, spec, defaults, strict=False)
+    follows = spec[4] and LIST_FOLLOWS_T.get(node.op) == spec[4]
+    arg_is_ref = bool(spec[5])  # a ref port is one of a ref arg; a ref dtype in an attr does not count here
+    if follows or any(port.is_ref != arg_is_ref for port in ports):
+        ports = [port._replace(is_ref=arg_is_ref, type_attr="T" if follows else port.type_attr,
+                               list_index=None if follows else port.list_index) for port in ports]
+    return ports
 
 
 _templates: dict[str, tuple | None] = {}
@@ -125,18 +73,20 @@ _signatures: dict[tuple, Signature] = {}
 
 
 def _template(op: str):
-    """(OpDef, [(attr name, kind)] of the attrs its ports depend on), or None when the op is not registered."""
+    """(attr defaults, input specs, output specs, [(attr name, kind)] of the attrs its ports depend on), or None
+    when the op is not registered."""
     if op not in _templates:
-        definition = op_def(op)
-        if definition is None:
+        spec = graph_ports.registered_spec(op)
+        if spec is None:
             _templates[op] = None
         else:
+            defaults, inputs, outputs = spec
             names: list[tuple[str, str]] = []
-            for arg in list(definition.input_arg) + list(definition.output_arg):
-                for name, kind in ((arg.type_attr, "type"), (arg.number_attr, "i"), (arg.type_list_attr, "list")):
+            for _, _, type_attr, number_attr, type_list_attr, _ in inputs + outputs:
+                for name, kind in ((type_attr, "type"), (number_attr, "i"), (type_list_attr, "list")):
                     if name and (name, kind) not in names:
                         names.append((name, kind))
-            _templates[op] = (definition, tuple(names))
+            _templates[op] = (defaults, inputs, outputs, tuple(names))
     return _templates[op]
 
 
@@ -158,24 +108,23 @@ def signature(node, functions=None) -> Signature:
     """
     template = _template(node.op)
     if template is not None:
-        definition, names = template
+        defaults, input_specs, output_specs, names = template
         attrs = node.attr
         key = (node.op,) + tuple(_key_part(attrs, name, kind) for name, kind in names)
         cached = _signatures.get(key)
         if cached is None:
             inputs: list[Port] = []
-            for arg in definition.input_arg:
-                inputs.extend(_expand(node, definition, arg))
+            for spec in input_specs:
+                inputs.extend(_expand(node, spec, defaults))
             outputs: list[Port] = []
-            for arg in definition.output_arg:
-                outputs.extend(_expand(node, definition, arg))
+            for spec in output_specs:
+                outputs.extend(_expand(node, spec, defaults))
             cached = _signatures[key] = Signature.of(inputs, outputs)
         return cached
     if functions and node.op in functions:
         sig = functions[node.op].signature
-        return Signature.of(
-            [Port(_base(a.type), None, None, False, a.name, 0) for a in sig.input_arg],
-            [Port(_base(a.type), None, None, False, a.name, 0) for a in sig.output_arg])
+        return Signature.of([Port(a.name, 0, base_dtype(a.type)) for a in sig.input_arg],
+                            [Port(a.name, 0, base_dtype(a.type)) for a in sig.output_arg])
     return UNKNOWN
 
 
