@@ -272,6 +272,59 @@ def test_functional_while_and_if_bodies_are_rewritten(execution):
     assert again == graph_def
 
 
+def grappler_optimize(graph, fetch, **params):
+    """The graph as Grappler's meta optimizer leaves it, with only NpuOptimizer enabled, run once."""
+    from tensorflow.python.grappler import tf_optimizer
+
+    graph.add_to_collection("train_op", graph.get_operation_by_name(fetch))
+    meta = tf.compat.v1.train.export_meta_graph(graph=graph)
+    config = tf.compat.v1.ConfigProto()
+    rewrite_options = config.graph_options.rewrite_options
+    rewrite_options.min_graph_nodes = -1
+    rewrite_options.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrite_options.optimizers.append("NpuOptimizer")
+    custom = rewrite_options.custom_optimizers.add(name="NpuOptimizer")
+    for key, value in params.items():
+        custom.parameter_map[key].s = value.encode()
+    return tf_optimizer.OptimizeGraph(config, meta)
+
+
+def test_grappler_function_items_keep_the_body_their_caller_rewrote(monkeypatch):
+    """Grappler hands each function over after the graph that calls it: the body is rewritten once."""
+    import npu_sim_bridge.passes as passes
+    from npu_sim_bridge.native import entry
+    from npu_sim_bridge.passes.pipeline import SEEN_ATTR
+
+    graph = while_graph(v2=True)
+    handed, piped = [], []
+    real_optimize, real_pipeline = entry.optimize, passes.run_pipeline
+    monkeypatch.setattr(entry, "optimize", lambda item_id, *rest: handed.append(item_id) or real_optimize(item_id, *rest))
+    monkeypatch.setattr(passes, "run_pipeline", lambda graph_def, options, item, **kw: piped.append(item.id) or
+                        real_pipeline(graph_def, options, item, **kw))
+
+    optimized = grappler_optimize(graph, "y", precision_mode="allow_mix_precision", sim_passes="precision")
+
+    functions = [f.signature.name for f in optimized.library.function]
+    assert set(functions) <= set(handed) and len(piped) == 1 and piped[0] not in functions
+    expected, _ = rewrite(graph, ["y"], precision_mode="allow_mix_precision")
+    for function in optimized.library.function:
+        assert all(SEEN_ATTR in node.attr for node in function.node_def)
+        casts = sorted(n.name for n in function.node_def if INSERTED_ATTR in n.attr)
+        offline = next(f for f in expected.library.function if f.signature.name == function.signature.name)
+        assert casts == sorted(n.name for n in offline.node_def if INSERTED_ATTR in n.attr)
+    assert any(INSERTED_ATTR in n.attr for f in optimized.library.function for n in f.node_def)
+
+
+def test_an_error_in_a_function_item_still_reaches_the_run():
+    """A function's results take one input each, so their wait on the error passes through an Identity."""
+    optimized = grappler_optimize(while_graph(v2=True), "y", precision_mode="fp17")
+    gated = [node for f in optimized.library.function for node in f.node_def
+             if node.name.startswith("npu_sim_error/") and node.op == "Identity"]
+    assert gated and all(node.input[1] == "^npu_sim_error/assert" for node in gated)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="NpuOptimizer: option precision_mode value fp17"):
+        run_graph_def(optimized, "y:0", FEED, init="init")
+
+
 @pytest.mark.parametrize("v2", [False, True])
 def test_while_loop_in_a_session(npu_config, v2):
     graph = while_graph(v2)

@@ -20,6 +20,7 @@ logger = logging.getLogger("npu_sim_bridge")
 
 ERROR_SCOPE = "npu_sim_error"
 ERROR_PREFIX = "NpuOptimizer: "
+_RESULT_OPS = frozenset({"_Retval", "_DeviceRetval"})
 
 
 def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str],
@@ -31,11 +32,15 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
     try:
         from npu_sim_bridge.config import parse_parameter_map
         from npu_sim_bridge.passes import ItemInfo, run_pipeline
+        from npu_sim_bridge.passes.pipeline import covered_by_caller
 
         config = rewriter_config_pb2.RewriterConfig.CustomGraphOptimizer.FromString(config_bytes)
         options = parse_parameter_map(config.parameter_map)
         item = ItemInfo(id=item_id, fetch=tuple(fetch), feed=tuple(feed),
                         preserve=frozenset(preserve), is_function=_is_function_item(item_id, graph_def))
+        if covered_by_caller(graph_def, item):
+            logger.debug("NpuOptimizer: function %s was rewritten with its caller", item_id)
+            return graph_bytes
         return run_pipeline(graph_def, options, item).graph_def.SerializeToString()
     except NpuSimError as err:
         message = ERROR_PREFIX + str(err)
@@ -81,7 +86,15 @@ def failing_graph(graph_def: graph_pb2.GraphDef, fetch: list[str], message: str)
     device = next((node.device for node in graph_def.node if node.device), "")
     for node in (text, condition, check):
         node.device = device
-    for node in failed.node:
-        if node.name in targets:
+    for node in list(failed.node):
+        if node.name not in targets:
+            continue
+        if node.op not in _RESULT_OPS:
             node.input.append("^" + check.name)
+            continue
+        # A function result takes exactly one input: the value passes through an Identity that waits.
+        gate = failed.node.add(name=f"{ERROR_SCOPE}/{node.name}", op="Identity", device=device,
+                               input=[node.input[0], "^" + check.name])
+        gate.attr["T"].CopyFrom(node.attr["T"])
+        node.input[0] = gate.name
     return failed

@@ -8,6 +8,10 @@ from typing import Any, ClassVar
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.report.model import Report
 
+# Stamped by the pipeline on every node it has processed, in the graph and in the bodies of its
+# library functions; it shows in the executed graph and marks Grappler's later iterations.
+SEEN_ATTR = "_npu_sim_seen"
+
 
 @dataclasses.dataclass(frozen=True)
 class ItemInfo:

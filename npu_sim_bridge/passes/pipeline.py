@@ -15,16 +15,20 @@ import os
 import re
 import time
 
-from tensorflow.core.framework import attr_value_pb2, graph_pb2
+from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError, PassError
 from npu_sim_bridge.graph.validate import validate_graph
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.passes.base import GraphPass, ItemInfo, PassContext
+from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, ItemInfo, PassContext
 from npu_sim_bridge.report import history
 from npu_sim_bridge.report.model import PassRecord, Report
 
-SEEN_ATTR = "_npu_sim_seen"
+__all__ = ["SEEN_ATTR", "PipelineResult", "available_passes", "covered_by_caller", "run_pipeline",
+           "selected_passes"]
+
+# Nodes Grappler adds around a function body when it hands the function over as an item.
+_FUNCTION_EDGE_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval"})
 
 _graph_counter = itertools.count(1)
 
@@ -129,7 +133,7 @@ def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
         _run_one(graph_pass, ctx)
 
     _place_new_nodes(view, report)
-    _stamp_seen(view)
+    _stamp_seen(view, bodies=not item.is_function)
     result_graph = view.to_graph_def()
     report.nodes_after = len(result_graph.node)
     report.seconds = time.perf_counter() - started
@@ -192,11 +196,25 @@ def _already_rewritten(view: GraphView, item: ItemInfo) -> bool:
     return any(SEEN_ATTR in node.attr for node in view.nodes())
 
 
-def _stamp_seen(view: GraphView) -> None:
-    marker = attr_value_pb2.AttrValue(b=True)
+def _stamp_seen(view: GraphView, bodies: bool) -> None:
+    """Stamp every node, and with `bodies` every node of the library's functions: the passes have
+    seen those as part of this graph (precision rewrote the bodies the graph calls)."""
     for node in view.nodes():
-        if SEEN_ATTR not in node.attr:
-            node.attr[SEEN_ATTR].CopyFrom(marker)
+        node.attr[SEEN_ATTR].b = True
+    if bodies:
+        for function in view.graph_def.library.function:
+            for node in function.node_def:
+                node.attr[SEEN_ATTR].b = True
+
+
+def covered_by_caller(graph_def: graph_pb2.GraphDef, item: ItemInfo) -> bool:
+    """True for a function Grappler hands over after the graph that calls it: every node of its body
+    carries the stamp the caller's run left, so the pipeline would change nothing and report nothing
+    new (the caller's report holds the body's decisions). Grappler's own _Arg/_Retval nodes do not
+    count, so a body that only returns its arguments is covered too.
+    """
+    return item.is_function and all(SEEN_ATTR in node.attr for node in graph_def.node
+                                    if node.op not in _FUNCTION_EDGE_OPS)
 
 
 def _write_report(report: Report, options, before=None, after=None) -> None:

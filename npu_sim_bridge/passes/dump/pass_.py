@@ -35,12 +35,11 @@ from npu_sim_bridge.graph.outline import function_library
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
+from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.dump import layout
 from npu_sim_bridge.passes.dump.npy_graph import DUMPABLE, NodeMaker, as_npu_value, type_attr, type_list, write_npy
 from npu_sim_bridge.passes.fusion.marks import fused_from, fusion_rules
 
-SEEN_ATTR = "_npu_sim_seen"
 DUMP_ATTR = "_npu_sim_dump"          # on an instrumented GeOp call: its dump folder
 SCOPE = "npu_sim_dump"
 _SKIPPED_OPS = frozenset({"_Arg", "_Retval", "Const", "NoOp", "Placeholder", "PlaceholderWithDefault"})

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
+from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.fusion.marks import FUSION_ATTR, fused_from, fusion_rules
 from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
 from npu_sim_bridge.passes.fusion.switch import load_switch
 from npu_sim_bridge.report.model import NodeDecision
 
-SEEN_ATTR = "_npu_sim_seen"  # stamped by the pipeline on every node it processed
 FUSED_CACHE = "fusion/fused"  # {fused node: [rule names]} for the passes after this one
 
 REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) before NpuOptimizer saw the graph, "
