@@ -107,3 +107,61 @@ def test_topological_order_respects_every_edge(edges):
     for node in graph_def.node:
         for text in node.input:
             assert position[parse_input(text).node] < position[node.name]
+
+
+def test_checks_after_edits_catch_a_new_cycle_and_a_missing_input():
+    view = GraphView(_graph(CHAIN))
+    validate_graph(view)  # the complete check
+    view.add_node(node_def_pb2.NodeDef(name="b/cast", op="Cast", input=["b"]))
+    view.set_input("c", 0, "b/cast")
+    validate_graph(view)  # a node spliced into an edge keeps the graph acyclic
+    view.set_input("b", 0, "c")  # b now reads c, which reads b through the cast
+    with pytest.raises(GraphValidationError, match="cycle through nodes b, c, b/cast"):
+        validate_graph(view)
+    view.set_input("b", 0, "a")
+    validate_graph(view)
+    view.add_input("c", "ghost:1")
+    with pytest.raises(GraphValidationError, match="c <- ghost"):
+        validate_graph(view)
+
+
+def _copy_view(view):
+    copy = graph_pb2.GraphDef()
+    copy.CopyFrom(view.graph_def)
+    return GraphView(copy)
+
+
+def _outcome(view):
+    try:
+        validate_graph(view)
+    except GraphValidationError as err:
+        return str(err).split(":")[1]  # the kind of problem: missing nodes or a cycle
+    return "valid"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=20), max_size=3), min_size=2, max_size=20),
+       st.lists(st.tuples(st.sampled_from(["add", "set", "extra"]), st.integers(0, 40), st.integers(0, 40)),
+                min_size=1, max_size=12))
+def test_checks_after_edits_agree_with_a_complete_check(edges, edits):
+    graph_def = graph_pb2.GraphDef()
+    for index, inputs in enumerate(edges):
+        node = graph_def.node.add(name=f"n{index}", op="NextIteration" if index == 1 else "AddN")
+        node.input.extend(f"n{j}" for j in inputs if j < index)
+    view = GraphView(graph_def)
+    validate_graph(view)
+    for step, (kind, first, second) in enumerate(edits):
+        names = [node.name for node in view.nodes()]
+        target, source = names[first % len(names)], names[second % len(names)]
+        if kind == "add":
+            view.add_node(node_def_pb2.NodeDef(name=f"new{step}", op="Cast", input=[source]))
+            if view.consumers(target) or target != f"new{step}":
+                view.add_input(target, f"new{step}")
+        elif kind == "set" and view.node(target).input:
+            view.set_input(target, 0, source)
+        else:
+            view.add_input(target, "^" + source)
+        expected = _outcome(_copy_view(view))
+        assert _outcome(view) == expected
+        if expected != "valid":
+            break

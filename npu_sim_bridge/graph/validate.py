@@ -106,6 +106,9 @@ def validate_graph(graph: GraphLike, where: str = "graph",
     `allow_external` lists producer names that may be referenced without a node (for example
     function arguments of a function body).
     """
+    if not isinstance(graph, graph_pb2.GraphDef):
+        _validate_view(graph, where, allow_external)
+        return
     records = _records(graph)
     seen: set[str] = set()
     duplicates: list[str] = []
@@ -121,6 +124,98 @@ def validate_graph(graph: GraphLike, where: str = "graph",
                 if parse_input(text).node not in seen and parse_input(text).node not in allow_external]
     if dangling:
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
-    _, stuck = _order(records) if isinstance(graph, graph_pb2.GraphDef) else _order_view(graph)
+    _, stuck = _order(records)
     if stuck:
         raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")
+
+
+def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
+    """The same checks from a GraphView's indexes.
+
+    The first check is complete and leaves a topological rank per node on the view. Later checks
+    only look at the nodes added or given new inputs since (`view.touched`): the graph is still
+    acyclic if each of their inputs comes from a node of lower rank (new nodes get a rank just
+    above their highest input). When that does not hold, the complete check runs again. The view
+    refuses duplicate names when it is built and when a node is added, so those need no check.
+    """
+    touched, view.touched = view.touched, set()
+    if view.ranks is not None and _extend_ranks(view, touched, where, allow_external):
+        return
+    view.ranks = None
+    consumers = view.consumer_index()
+    ops = view.op_index()
+    if "" in ops:
+        raise GraphValidationError(f"{where}: a node of op {ops['']!r} has no name")
+    missing = [producer for producer, users in consumers.items()
+               if users and producer not in ops and producer not in allow_external]
+    if missing:
+        dangling = [f"{user} <- {producer}" for producer in sorted(missing) for user in sorted(consumers[producer])]
+        raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
+    order, stuck = _kahn_unordered(ops, consumers)
+    if stuck:
+        position = {name: i for i, name in enumerate(ops)}
+        raise GraphValidationError(
+            f"{where}: the graph has a cycle through nodes {_listed(sorted(stuck, key=position.__getitem__))}")
+    view.ranks = {name: float(rank) for rank, name in enumerate(order)}
+
+
+def _kahn_unordered(ops: dict[str, str], consumers: dict[str, dict[str, int]]) -> tuple[list[str], list[str]]:
+    """(a topological order, nodes left on a cycle); loop back edges aside, ties in no particular order."""
+    pending = dict.fromkeys(ops, 0)
+    for producer, users in consumers.items():
+        if ops.get(producer, "NextIteration") in BACK_EDGE_OPS:  # unknown producers: checked before
+            continue
+        for user, count in users.items():
+            pending[user] += count
+    ready = [name for name, count in pending.items() if count == 0]
+    order = []
+    while ready:
+        name = ready.pop()
+        order.append(name)
+        if ops[name] in BACK_EDGE_OPS:
+            continue
+        for user, count in consumers.get(name, {}).items():
+            left = pending[user] - count
+            pending[user] = left
+            if left == 0:
+                ready.append(user)
+    return order, [name for name, count in pending.items() if count > 0]
+
+
+_RANK_STEP = 1.0 / 1024  # a new node sits this far above its highest input (chains of casts stay below 1)
+
+
+def _extend_ranks(view, touched: set[str], where: str, allow_external: frozenset[str]) -> bool:
+    """Rank the new nodes and check every input of a touched node comes from a lower rank.
+
+    Every edge into an untouched node existed at the last check, between the same ranks, so only
+    the touched nodes' inputs need a look. Raises for an input naming a missing node; returns False
+    when the ranks cannot show the graph acyclic.
+    """
+    ranks = view.ranks
+    ordered: dict[str, list[str]] = {}  # touched node -> its producers that order it (no back edges)
+    for name in touched:
+        if name not in view:
+            continue
+        producers = []
+        for producer in view.producers(name):
+            node = view.get(producer)
+            if node is None:
+                if producer not in allow_external:
+                    raise GraphValidationError(f"{where}: inputs name missing nodes: {name} <- {producer}")
+            elif node.op not in BACK_EDGE_OPS:
+                producers.append(producer)
+        ordered[name] = producers
+    unranked = [name for name in ordered if name not in ranks]
+    while unranked:  # new nodes that read new nodes get their rank once their inputs have one
+        waiting = []
+        for name in unranked:
+            producers = ordered[name]
+            if any(producer not in ranks for producer in producers):
+                waiting.append(name)
+            else:
+                ranks[name] = max((ranks[producer] for producer in producers), default=-1.0) + _RANK_STEP
+        if len(waiting) == len(unranked):
+            return False
+        unranked = waiting
+    return all(ranks[producer] < ranks[name] for name, producers in ordered.items() for producer in producers)

@@ -22,6 +22,10 @@ class GraphView:
     def __init__(self, graph_def: graph_pb2.GraphDef):
         self._graph_def = graph_def
         self._removed: set[str] = set()
+        # Validation state: a topological rank per node from the last full check, and the nodes added
+        # or given new inputs since (see graph.validate); only the mutators below update them.
+        self.ranks: dict[str, float] | None = None
+        self.touched: set[str] = set()
         self._reindex()
 
     # ----------------------------------------------------------------- queries
@@ -50,6 +54,11 @@ class GraphView:
         """
         return [(name, self._nodes[name].op, self._inputs[name]) for name in self._order]
 
+    def op_index(self) -> dict[str, str]:
+        """name -> op of every live node, in GraphDef order (read now: passes may change an op in place)."""
+        nodes = self._nodes
+        return {name: nodes[name].op for name in self._order}
+
     def consumer_index(self) -> dict[str, dict[str, int]]:
         """producer name -> {consumer name: number of edges}; read-only, kept current by the mutators."""
         return self._consumers
@@ -69,6 +78,10 @@ class GraphView:
 
     def data_inputs(self, name: str) -> list[TensorRef]:
         return [ref for ref in self.inputs(name) if not ref.is_control]
+
+    def producers(self, name: str) -> list[str]:
+        """Names of the nodes a node reads (data and control inputs, in input order, repeats kept)."""
+        return [parse_input(text).node for text in self._inputs[name]]
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
@@ -103,6 +116,9 @@ class GraphView:
         self._nodes[stored.name] = stored
         self._inputs[stored.name] = list(stored.input)
         self._order[stored.name] = None
+        self.touched.add(stored.name)
+        if self.ranks is not None:
+            self.ranks.pop(stored.name, None)
         for text in self._inputs[stored.name]:
             self._link(parse_input(text).node, stored.name)
         return stored
@@ -119,6 +135,9 @@ class GraphView:
             self._unlink(parse_input(text).node, name)
         self._consumers.pop(name, None)
         self._removed.add(name)
+        self.touched.discard(name)
+        if self.ranks is not None:
+            self.ranks.pop(name, None)
 
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
         node = self._nodes[name]
@@ -127,6 +146,7 @@ class GraphView:
         node.input[index] = new
         self._inputs[name][index] = new
         self._link(parse_input(new).node, name)
+        self.touched.add(name)
 
     def add_input(self, name: str, ref: TensorRef | str) -> None:
         """Add an input; control inputs go last, data inputs before the first control input."""
@@ -143,6 +163,7 @@ class GraphView:
             node.input.insert(position, text)
             inputs.insert(position, text)
         self._link(parse_input(text).node, name)
+        self.touched.add(name)
 
     def remove_input(self, name: str, index: int) -> None:
         node = self._nodes[name]
