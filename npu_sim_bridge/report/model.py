@@ -8,6 +8,7 @@ JSON form (the contract later passes fill in):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections import Counter
 from typing import Any
@@ -21,15 +22,19 @@ _DTYPE_ATTRS = ("T", "dtype", "DstT", "Tparams", "out_type")
 
 def node_dtype(node: node_def_pb2.NodeDef) -> str | None:
     """The main dtype of a node as a name ('float32'), or None when it has none."""
+    attrs = node.attr
     for key in _DTYPE_ATTRS:
-        if key in node.attr and node.attr[key].WhichOneof("value") == "type":
-            return _dtype_name(node.attr[key].type)
+        if key in attrs:
+            value = attrs[key]
+            if value.WhichOneof("value") == "type":
+                return _dtype_name(value.type)
     for key in ("T", "Tin", "dtypes"):
-        if key in node.attr and node.attr[key].list.type:
-            return _dtype_name(node.attr[key].list.type[0])
+        if key in attrs and attrs[key].list.type:
+            return _dtype_name(attrs[key].list.type[0])
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def _dtype_name(enum_value: int) -> str:
     """'float32' for DT_FLOAT, 'float16' for DT_HALF: the names users know from tf.dtypes."""
     try:

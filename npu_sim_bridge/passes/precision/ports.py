@@ -106,11 +106,16 @@ def signature(node, functions=None) -> Signature:
 
     Cached per op type and the values of the attrs the ports depend on.
     """
-    template = _template(node.op)
+    op = node.op
+    template = _templates[op] if op in _templates else _template(op)
     if template is not None:
         defaults, input_specs, output_specs, names = template
         attrs = node.attr
-        key = (node.op,) + tuple(_key_part(attrs, name, kind) for name, kind in names)
+        if len(names) == 1 and names[0][1] == "type":  # the common case: one type attr, usually T
+            name = names[0][0]
+            key = (op, attrs[name].type if name in attrs else None)
+        else:
+            key = (op,) + tuple([_key_part(attrs, name, kind) for name, kind in names])
         cached = _signatures.get(key)
         if cached is None:
             inputs: list[Port] = []
@@ -121,8 +126,8 @@ def signature(node, functions=None) -> Signature:
                 outputs.extend(_expand(node, spec, defaults))
             cached = _signatures[key] = Signature.of(inputs, outputs)
         return cached
-    if functions and node.op in functions:
-        sig = functions[node.op].signature
+    if functions and op in functions:
+        sig = functions[op].signature
         return Signature.of([Port(a.name, 0, base_dtype(a.type)) for a in sig.input_arg],
                             [Port(a.name, 0, base_dtype(a.type)) for a in sig.output_arg])
     return UNKNOWN
