@@ -42,9 +42,10 @@ class GraphView:
 
     def nodes(self) -> Iterator[node_def_pb2.NodeDef]:
         """Live nodes in GraphDef order."""
-        for node in self._graph_def.node:
-            if node.name not in self._removed:
-                yield node
+        if not self._removed:  # the common case: no name needs reading
+            return iter(self._graph_def.node)
+        removed = self._removed
+        return (node for node in self._graph_def.node if node.name not in removed)
 
     def records(self) -> list[tuple[str, str, list[str]]]:
         """(name, op, input strings) of every live node in GraphDef order, from the index.
@@ -216,9 +217,11 @@ class GraphView:
         if duplicates:
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(set(duplicates))[:10]))
-        for name, inputs in self._inputs.items():
+        consumers = self._consumers
+        for name, inputs in self._inputs.items():  # _link inlined: this loop sees every edge
             for text in inputs:
-                self._link(parse_input(text).node, name)
+                edges = consumers[parse_input(text).node]
+                edges[name] = edges.get(name, 0) + 1
 
     def _link(self, producer: str, consumer: str) -> None:
         edges = self._consumers[producer]

@@ -116,6 +116,8 @@ class Rewriter:
         for name, plan in self.plans.items():
             if plan.role not in (FIXED, GRAY, PLUMBING):
                 continue
+            if plan.npu == plan.orig and plan.port_npu is None and not plan.cube_split:
+                continue  # runs in the dtype it has: no port changes, nothing is rounded
             if any(self.exec_dtype(plan, p) != p.dtype or self._lowered(plan, p) or
                    (plan.cube_split and self._changeable(plan, p)) for p in plan.sig.inputs + plan.sig.outputs):
                 dirty.add(name)
