@@ -3,7 +3,9 @@
 (a) Rewrite time, allow_mix_precision, on ResNet-50 and BERT-base training MetaGraphs. Both passes run
     through the same harness, tensorflow.python.grappler.tf_optimizer.OptimizeGraph with one
     meta-optimizer iteration and only that optimizer enabled: NpuOptimizer (sim_passes=precision, so
-    the pipeline's validation and report are included) vs auto_mixed_precision_cpu. Also the in-process
+    the pipeline's validation and report are included) vs auto_mixed_precision_cpu, and NpuOptimizer
+    with no pass (sim_passes=none: the GraphDef's trip to Python and back, validation, report, stamps),
+    the floor any Python pass starts from. Also the in-process
     pipeline time (npu_sim_bridge.passes.run_pipeline) and how it grows with BERT depth (1x/2x/4x
     layers: it should grow linearly, i.e. constant time per node). Target ratio <= 1.0.
 (b) Step time of the small CNN: plain float32 vs allow_mix_precision with sim_fp16_execution=emulate
@@ -54,13 +56,15 @@ def optimize_config(which: str) -> config_pb2.ConfigProto:
         custom = rewrite.custom_optimizers.add()
         custom.name = "NpuOptimizer"
         custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
-        custom.parameter_map["sim_passes"].s = b"precision"
+        # npu_none: no pass at all, the floor any Python pass starts from (GraphDef to Python and back,
+        # validation, report, stamps).
+        custom.parameter_map["sim_passes"].s = b"none" if which == "npu_none" else b"precision"
     return config
 
 
 def time_optimize(meta, repeats: int) -> dict[str, float]:
     """Best OptimizeGraph time per optimizer; the two alternate so that load on the machine hits both alike."""
-    configs = {which: optimize_config(which) for which in ("tf_amp", "npu")}
+    configs = {which: optimize_config(which) for which in ("tf_amp", "npu", "npu_none")}
     best = {which: float("inf") for which in configs}
     for _ in range(repeats):
         for which, config in configs.items():
@@ -96,11 +100,12 @@ def rewrite_time(args) -> None:
         meta = model.meta_graph_def()
         nodes = len(meta.graph_def.node)
         best = time_optimize(meta, args.repeats)
-        tf_amp, ours = best["tf_amp"], best["npu"]
+        tf_amp, ours, floor = best["tf_amp"], best["npu"], best["npu_none"]
         pipeline, stats = time_pipeline(model, args.repeats)
         rows.append((label, nodes, ours, tf_amp, pipeline))
         print(f"  {label:<16} {nodes:>6} nodes  NpuOptimizer {ours * 1000:7.0f} ms  "
               f"auto_mixed_precision_cpu {tf_amp * 1000:7.0f} ms  ratio {ours / tf_amp:5.2f}  "
+              f"(no pass: {floor * 1000:.0f} ms, ratio {floor / tf_amp:4.2f})  "
               f"| in-process pipeline {pipeline * 1000:6.0f} ms ({pipeline / nodes * 1e6:5.1f} us/node; "
               f"{stats.get('nodes_dropped', 0)} dropped, {stats.get('casts_inserted', 0)} casts)")
     bert = [row for row in rows if row[0].startswith("BERT")]

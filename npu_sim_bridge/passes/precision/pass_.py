@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.view import GraphView
@@ -55,7 +57,7 @@ class PrecisionPass(GraphPass):
         totals = _Totals()
         host = {name for name, where in (ctx.cache.get(PLACEMENT_CACHE) or {}).items() if where == "host"}
         plans = Decider(view, library, lists, mode, fetched, fed, preserved, functions, host=host).run()
-        ctx.cache[NPU_DTYPES_CACHE] = npu_port_dtypes(plans)
+        ctx.cache[NPU_DTYPES_CACHE] = NpuPortDtypes(plans)
         _fill_report(report, plans, prefix="")
         rewriter = None
         if rewrite:
@@ -126,19 +128,38 @@ class PrecisionPass(GraphPass):
         return count
 
 
-def npu_port_dtypes(plans) -> dict:
-    """{node: (dtype per data input, dtype per output)} as the NPU holds them, for the decided nodes."""
+class NpuPortDtypes(Mapping):
+    """{node: (dtype per data input, dtype per output)} as the NPU holds them, for the decided nodes.
 
-    def on_npu(plan, port, is_output):
-        if not (port.is_float and port.type_attr is not None and port.type_attr in plan.attrs):
-            return port.dtype
-        if is_output and plan.cube_split:
-            return port.dtype
-        dtype = plan.npu_of_port(port.list_index) if port.list_index is not None else plan.npu
-        return dtype if dtype is not None else port.dtype
+    Read by the dump pass, only when dumps are asked for: each node's entry is worked out on first read.
+    """
 
-    return {name: (tuple(on_npu(plan, p, False) for p in plan.sig.inputs),
-                   tuple(on_npu(plan, p, True) for p in plan.sig.outputs)) for name, plan in plans.items()}
+    def __init__(self, plans):
+        self._plans = plans
+        self._known: dict = {}
+
+    def __getitem__(self, name):
+        found = self._known.get(name)
+        if found is None:
+            plan = self._plans[name]
+            found = self._known[name] = (tuple(_on_npu(plan, p, False) for p in plan.sig.inputs),
+                                         tuple(_on_npu(plan, p, True) for p in plan.sig.outputs))
+        return found
+
+    def __iter__(self):
+        return iter(self._plans)
+
+    def __len__(self):
+        return len(self._plans)
+
+
+def _on_npu(plan, port, is_output):
+    if not (port.is_float and port.type_attr is not None and port.type_attr in plan.attrs):
+        return port.dtype
+    if is_output and plan.cube_split:
+        return port.dtype
+    dtype = plan.npu_of_port(port.list_index) if port.list_index is not None else plan.npu
+    return dtype if dtype is not None else port.dtype
 
 
 class _Totals:
