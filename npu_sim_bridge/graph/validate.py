@@ -142,44 +142,18 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     if view.ranks is not None and _extend_ranks(view, touched, where, allow_external):
         return
     view.ranks = None
+    if "" in view:
+        raise GraphValidationError(f"{where}: a node of op {view.node('').op!r} has no name")
     consumers = view.consumer_index()
-    ops = view.op_index()
-    if "" in ops:
-        raise GraphValidationError(f"{where}: a node of op {ops['']!r} has no name")
     missing = [producer for producer, users in consumers.items()
-               if users and producer not in ops and producer not in allow_external]
+               if users and producer not in view and producer not in allow_external]
     if missing:
         dangling = [f"{user} <- {producer}" for producer in sorted(missing) for user in sorted(consumers[producer])]
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
-    order, stuck = _kahn_unordered(ops, consumers)
+    order, stuck = _order_view(view)
     if stuck:
-        position = {name: i for i, name in enumerate(ops)}
-        raise GraphValidationError(
-            f"{where}: the graph has a cycle through nodes {_listed(sorted(stuck, key=position.__getitem__))}")
+        raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")
     view.ranks = {name: float(rank) for rank, name in enumerate(order)}
-
-
-def _kahn_unordered(ops: dict[str, str], consumers: dict[str, dict[str, int]]) -> tuple[list[str], list[str]]:
-    """(a topological order, nodes left on a cycle); loop back edges aside, ties in no particular order."""
-    pending = dict.fromkeys(ops, 0)
-    for producer, users in consumers.items():
-        if ops.get(producer, "NextIteration") in BACK_EDGE_OPS:  # unknown producers: checked before
-            continue
-        for user, count in users.items():
-            pending[user] += count
-    ready = [name for name, count in pending.items() if count == 0]
-    order = []
-    while ready:
-        name = ready.pop()
-        order.append(name)
-        if ops[name] in BACK_EDGE_OPS:
-            continue
-        for user, count in consumers.get(name, {}).items():
-            left = pending[user] - count
-            pending[user] = left
-            if left == 0:
-                ready.append(user)
-    return order, [name for name, count in pending.items() if count > 0]
 
 
 _RANK_STEP = 1.0 / 1024  # a new node sits this far above its highest input (chains of casts stay below 1)

@@ -41,7 +41,7 @@ class GraphView:
         return name in self._nodes
 
     def nodes(self) -> Iterator[node_def_pb2.NodeDef]:
-        """Live nodes in GraphDef order."""
+        """Live nodes in GraphDef order (take a list first to remove nodes while going through them)."""
         if not self._removed:  # the common case: no name needs reading
             return iter(self._graph_def.node)
         removed = self._removed
@@ -54,11 +54,6 @@ class GraphView:
         the protobuf back.
         """
         return [(name, self._nodes[name].op, self._inputs[name]) for name in self._order]
-
-    def op_index(self) -> dict[str, str]:
-        """name -> op of every live node, in GraphDef order (read now: passes may change an op in place)."""
-        nodes = self._nodes
-        return {name: nodes[name].op for name in self._order}
 
     def consumer_index(self) -> dict[str, dict[str, int]]:
         """producer name -> {consumer name: number of edges}; read-only, kept current by the mutators."""
