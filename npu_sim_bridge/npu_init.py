@@ -25,6 +25,8 @@ from tensorflow.python.training import session_run_hook  # noqa: F401
 import npu_sim_bridge  # noqa: F401  (registers the NpuOptimizer with Grappler)
 from npu_sim_bridge.runtime import distributed as hccl_ops  # noqa: F401
 from npu_sim_bridge.runtime import npu_ops  # noqa: F401
+from npu_sim_bridge.runtime import npu_plugin  # noqa: F401
+from npu_sim_bridge.runtime import npu_strategy  # noqa: F401
 from npu_sim_bridge.runtime import scopes as npu_scope  # noqa: F401
 from npu_sim_bridge.runtime import util  # noqa: F401
 from npu_sim_bridge.runtime.config_parts import (  # noqa: F401
@@ -79,6 +81,9 @@ from npu_sim_bridge.runtime.loss_scale import (  # noqa: F401
     FixedLossScaleManager,
     NPULossScaleOptimizer,
 )
+from npu_sim_bridge.runtime.npu_optimizer import NPUOptimizer  # noqa: F401
+from npu_sim_bridge.runtime.npu_plugin import npu_close  # noqa: F401
+from npu_sim_bridge.runtime.npu_unary_ops import npu_unary_ops  # noqa: F401
 from npu_sim_bridge.runtime.mixed_precision import disable_mixed_precision, enable_mixed_precision  # noqa: F401
 from npu_sim_bridge.runtime.scopes import NpuExecutePlacement  # noqa: F401
 from npu_sim_bridge.runtime.session import (  # noqa: F401

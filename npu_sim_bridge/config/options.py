@@ -14,6 +14,7 @@ from npu_sim_bridge.config.registry import (
     DEFAULT_PRECISION_MODE,
     KEYS,
     KINDS,
+    REPLACED_KEYS,
     MAX_INPUT_FUSION_SIZE,
     MIX_PRECISION_MODES,
     MIX_PRECISION_MODES_V2,
@@ -347,6 +348,8 @@ def _with_origin(origin, function, *args):
 
 
 def _suggestion(name):
+    if name in REPLACED_KEYS:
+        return f"; it is not a key of the newest adapter, use {REPLACED_KEYS[name]}"
     lowered = {known.lower(): known for known in KEYS}
     if name.lower() in lowered:
         return f"; did you mean {lowered[name.lower()]}?"

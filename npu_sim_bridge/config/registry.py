@@ -407,6 +407,16 @@ VALIDATED_ONLY_WHEN = {
     "dynamic_graph_execute_mode": "dynamic_input",
 }
 
+# parameter_map keys that migrated scripts set but no NpuOptimizer release reads under that name (older
+# adapters' switches, common misspellings): key -> what replaced it. An unknown-key warning names it.
+REPLACED_KEYS = {
+    "enable_auto_mix_precision": "precision_mode='allow_mix_precision' (the older adapter's switch for mixed "
+                                 "precision; False: leave precision_mode unset)",
+    "allow_mix_compile": "mix_compile_mode",
+    "autotune_tune_mode": "auto_tune_mode (a misspelling), itself replaced by aoe_mode",
+    "sump_mode": "dump_mode (a misspelling)",
+}
+
 ACTING_KEYS = tuple(name for name, key in KEYS.items() if key.acts)
 SIM_KEYS = tuple(name for name in KEYS if name.startswith(SIM_PREFIX))
 

@@ -1,8 +1,10 @@
-"""Builds the C++ NpuOptimizer shim against the installed TensorFlow and loads it into the process.
+"""Builds the C++ NpuOptimizer shim and the NPU op library against the installed TensorFlow and loads them.
 
-The shared library is compiled once per (TensorFlow version, shim source, flags) into a private
-per-user cache directory (0700, owned by the user) and loaded with `tf.load_library`, which
-registers `NpuOptimizer` with Grappler's CustomGraphOptimizerRegistry.
+Each shared library is compiled once per (TensorFlow version, source, flags) into a private
+per-user cache directory (0700, owned by the user). The shim is loaded with `tf.load_library`, which
+registers `NpuOptimizer` with Grappler's CustomGraphOptimizerRegistry; the op library (npu_ops.cc:
+the adapter's Gelu and GeluGrad ops) with `tf.load_op_library`, on first use, which also gives
+their Python wrappers.
 
 Cache location: $NPU_SIM_CACHE_DIR, else $XDG_CACHE_HOME/npu_sim_bridge, else ~/.cache/npu_sim_bridge.
 """
@@ -23,11 +25,15 @@ import threading
 
 from npu_sim_bridge.errors import NativeBuildError
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "npu_optimizer.cc")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(_HERE, "npu_optimizer.cc")
 LIBRARY_NAME = "libnpu_sim_optimizer.so"
+OPS_SOURCE = os.path.join(_HERE, "npu_ops.cc")
+OPS_LIBRARY_NAME = "libnpu_sim_ops.so"
 
 _load_lock = threading.Lock()
 _loaded_path: str | None = None
+_ops_module = None
 
 
 def cache_root() -> str:
@@ -70,18 +76,17 @@ def _build_flags() -> tuple[list[str], list[str]]:
     return compile_flags, link_flags
 
 
-def shim_path() -> str:
-    """Where the shim for this TensorFlow and source lives in the cache (it may not exist yet)."""
+def shim_path(source: str = SOURCE, library: str = LIBRARY_NAME) -> str:
+    """Where the library built from `source` for this TensorFlow lives in the cache (it may not exist yet)."""
     import tensorflow as tf
 
     compile_flags, link_flags = _build_flags()
     digest = hashlib.sha256()
-    with open(SOURCE, "rb") as handle:
+    with open(source, "rb") as handle:
         digest.update(handle.read())
     for part in [tf.__version__, sys.version, *compile_flags, *link_flags]:
         digest.update(part.encode())
-    return os.path.join(cache_root(), "native", f"tf{tf.__version__}-{digest.hexdigest()[:16]}",
-                        LIBRARY_NAME)
+    return os.path.join(cache_root(), "native", f"tf{tf.__version__}-{digest.hexdigest()[:16]}", library)
 
 
 def _ensure_private_dir(path: str) -> None:
@@ -115,9 +120,9 @@ def _build_lock(directory: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def build(force: bool = False) -> str:
-    """Compile the shim if the cache does not hold it yet; returns the library's path."""
-    target = shim_path()
+def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME) -> str:
+    """Compile `source` (default: the shim) if the cache does not hold it yet; returns the library's path."""
+    target = shim_path(source, library)
     directory = os.path.dirname(target)
     _ensure_private_dir(directory)
     with _build_lock(directory):
@@ -127,13 +132,13 @@ def build(force: bool = False) -> str:
         compile_flags, link_flags = _build_flags()
         fd, partial = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=directory)
         os.close(fd)
-        command = [compiler, "-shared", "-fPIC", "-O2", *compile_flags, SOURCE, "-o", partial,
+        command = [compiler, "-shared", "-fPIC", "-O2", *compile_flags, source, "-o", partial,
                    *link_flags]
         completed = subprocess.run(command, capture_output=True, text=True, check=False)
         if completed.returncode != 0:
             os.unlink(partial)
             raise NativeBuildError(
-                "building the NpuOptimizer shim failed:\n  " + " ".join(command) + "\n"
+                f"building {os.path.basename(source)} failed:\n  " + " ".join(command) + "\n"
                 + completed.stderr[-4000:])
         os.chmod(partial, 0o600)
         os.replace(partial, target)
@@ -159,13 +164,36 @@ def load_native() -> str:
         return path
 
 
+def load_npu_ops():
+    """Build (if needed) and load the NPU op library once per process; returns its module of op wrappers.
+
+    Its ops (Gelu, GeluGrad) need a C++ compiler and TensorFlow's headers, as the shim does, even
+    where NPU_SIM_SKIP_NATIVE=1 left the shim out.
+    """
+    global _ops_module
+    with _load_lock:
+        if _ops_module is not None:
+            return _ops_module
+        import tensorflow as tf
+
+        path = build(source=OPS_SOURCE, library=OPS_LIBRARY_NAME)
+        try:
+            _ops_module = tf.load_op_library(path)
+        except Exception as err:  # tf raises NotFoundError or OSError with the loader's text
+            raise NativeBuildError(
+                f"loading the NPU op library {path} failed: {err}. Rebuild it with "
+                "`python -m npu_sim_bridge.native.build --force`.") from err
+        return _ops_module
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description="Build the NpuOptimizer shim into the cache.")
+    parser = argparse.ArgumentParser(description="Build the NpuOptimizer shim and the NPU op library into the cache.")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     args = parser.parse_args(argv)
     print(build(force=args.force))
+    print(build(force=args.force, source=OPS_SOURCE, library=OPS_LIBRARY_NAME))
     return 0
 
 

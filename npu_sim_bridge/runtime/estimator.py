@@ -13,6 +13,9 @@ session_config instead of adding a second one (NPURunConfig's keys override the 
 The simulation runs one training step per Session.run, whatever iterations_per_loop says.
 """
 
+import time  # noqa: F401  (npu_bridge's npu_estimator leaks `time` to scripts that star-import it)
+import warnings
+
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.util import function_utils
@@ -30,6 +33,18 @@ _ModeKeys = tf.estimator.ModeKeys
 
 # NPURunConfig arguments npu_bridge writes with str(value) into a string key.
 _STRINGIFIED = ("graph_memory_max_size", "variable_memory_max_size")
+
+# NPURunConfig arguments of older npu_bridge releases, accepted with a warning: argument -> its replacement.
+# Each is still an NpuOptimizer key, so its value is written to parameter_map as the older adapter did.
+OLDER_ARGUMENTS = {
+    "auto_tune_mode": "aoe_mode (AOE tuning replaced TBE auto tuning; e.g. aoe_mode='2' for operator tuning)",
+    "mstune_mode": "aoe_mode (mstune was renamed AOE)",
+}
+
+
+class OlderArgumentWarning(UserWarning):
+    """An NPURunConfig argument of an older npu_bridge release was accepted; the message names its replacement."""
+
 
 # NPURunConfig arguments that are config objects: (argument, required type).
 _CONFIG_OBJECTS = (
@@ -171,6 +186,11 @@ class NPURunConfig(_RunConfig):
                                  f"{type(value).__name__}; build it with {required.__name__}(...)")
         if not isinstance(horovod_mode, bool):
             raise TypeError(f"NPURunConfig argument horovod_mode must be True or False, got {horovod_mode!r}")
+        older = {name: sim_options.pop(name) for name in list(sim_options) if name in OLDER_ARGUMENTS}
+        for name, value in older.items():
+            warnings.warn(f"NPURunConfig argument {name}={value!r} is from an older npu_bridge; the newest adapter has "
+                          f"no such argument, use {OLDER_ARGUMENTS[name]}. Accepted: written to parameter_map"
+                          f"[{name!r}], which the simulation does not act on", OlderArgumentWarning, stacklevel=2)
         for name in sim_options:
             if not name.startswith(SIM_PREFIX) or name not in KEYS:
                 raise TypeError(f"NPURunConfig got an unexpected keyword argument {name!r}{_suggestion(name)}")
@@ -190,7 +210,7 @@ class NPURunConfig(_RunConfig):
                 parameters.update(arguments[name].parameters())
         if experimental_config is None:
             parameters["experimental_logical_device_cluster_deploy_mode"] = "LB"
-        for name, value in sim_options.items():
+        for name, value in (*older.items(), *sim_options.items()):
             if value is not None:
                 _check_kind(name, value)
                 parameters[name] = value

@@ -1,0 +1,105 @@
+// NPU operators that Ascend's adapter registers with TensorFlow and TensorFlow itself lacks.
+//
+// A script's npu_unary_ops.gelu(x) builds a node of op type "Gelu" (its gradient "GeluGrad"), as on
+// the NPU, so the operator library in ops_info/ classifies it and the report names it. The kernels
+// compute what the Ascend ops compute: the tanh form of GELU,
+//
+//   Gelu(x)            = x / (1 + exp(-k * (x + 0.044715 x^3))),  k = 2 * sqrt(2 / pi)
+//                      = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+//   GeluGrad(dy, x, y) = dy * d Gelu(x) / dx
+//
+// in float32 arithmetic for half and bfloat16 inputs (the NPU's vector unit widens them too).
+
+#include <cmath>
+
+#include "tensorflow/core/framework/common_shape_fns.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+
+namespace npu_sim_bridge {
+namespace {
+
+using tensorflow::OpKernel;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+
+float Inner(float x) { return kSqrt2OverPi * (x + kCubic * x * x * x); }
+
+float GeluValue(float x) { return 0.5f * x * (1.0f + std::tanh(Inner(x))); }
+
+float GeluDerivative(float x) {
+  const float t = std::tanh(Inner(x));
+  const float d_inner = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * d_inner;
+}
+
+template <typename T>
+class GeluOp : public OpKernel {
+ public:
+  explicit GeluOp(OpKernelConstruction* context) : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& x = context->input(0);
+    Tensor* y = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
+    const auto in = x.flat<T>();
+    auto out = y->flat<T>();
+    for (int64_t i = 0; i < in.size(); ++i) {
+      out(i) = static_cast<T>(GeluValue(static_cast<float>(in(i))));
+    }
+  }
+};
+
+template <typename T>
+class GeluGradOp : public OpKernel {
+ public:
+  explicit GeluGradOp(OpKernelConstruction* context) : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& dy = context->input(0);
+    const Tensor& x = context->input(1);
+    OP_REQUIRES(context, dy.shape() == x.shape(),
+                tensorflow::errors::InvalidArgument("GeluGrad: dy shape ", dy.shape().DebugString(),
+                                                    " differs from x shape ", x.shape().DebugString()));
+    Tensor* z = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &z));
+    const auto grad = dy.flat<T>();
+    const auto in = x.flat<T>();
+    auto out = z->flat<T>();
+    for (int64_t i = 0; i < in.size(); ++i) {
+      out(i) = static_cast<T>(static_cast<float>(grad(i)) * GeluDerivative(static_cast<float>(in(i))));
+    }
+  }
+};
+
+}  // namespace
+}  // namespace npu_sim_bridge
+
+REGISTER_OP("Gelu")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
+
+REGISTER_OP("GeluGrad")
+    .Input("dy: T")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("z: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
+
+#define NPU_SIM_REGISTER_GELU(type)                                                                     \
+  REGISTER_KERNEL_BUILDER(Name("Gelu").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),        \
+                          npu_sim_bridge::GeluOp<type>);                                                \
+  REGISTER_KERNEL_BUILDER(Name("GeluGrad").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),    \
+                          npu_sim_bridge::GeluGradOp<type>);
+
+NPU_SIM_REGISTER_GELU(Eigen::half)
+NPU_SIM_REGISTER_GELU(Eigen::bfloat16)
+NPU_SIM_REGISTER_GELU(float)
+NPU_SIM_REGISTER_GELU(double)
