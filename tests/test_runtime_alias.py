@@ -64,7 +64,7 @@ def test_alias_maps_npu_bridge_modules_onto_the_simulator():
     assert FixedLossScaleManager is loss_scale.FixedLossScaleManager
     assert hccl_ops is distributed and npu_ops is npu_init.npu_ops and get_rank_size() == 1
     with pytest.raises(ModuleNotFoundError, match="npu_sim_bridge does not simulate it"):
-        import npu_bridge.estimator.npu.npu_plugin  # noqa: F401
+        import npu_bridge.embedding.embedding_service  # noqa: F401
     alias.uninstall_alias()
     with pytest.raises(ModuleNotFoundError):
         import npu_bridge.npu_init  # noqa: F401,F811
