@@ -13,7 +13,10 @@ TF1 graph mode (see `graph_mode.py`).
   mixed_precision.py  enable_mixed_precision
   distributed.py  single-process collective ops, rank helpers, distributed optimizer pass-throughs
   hooks.py        npu_hooks_append, npu_callbacks_append and the hooks they add
-  npu_ops.py      initialize_system, shutdown_system, dropout
+  npu_ops.py      initialize_system, shutdown_system, dropout, LARS, fused Adam, basic_lstm_cell
+  npu_unary_ops.py  gelu as the adapter's Gelu op;  npu_convert_dropout.py  Keras Dropout onto npu_ops.dropout
+  npu_dynamic_rnn.py  DynamicRNN, DynamicGRUV2, DynamicAUGRU;  npu_optimizer.py  NPUOptimizer
+  npu_strategy.py NPUStrategy;  npu_plugin.py  set_device_sat_mode, ...;  npu_cpu_ops.py  randomchoicewithmask
   util.py         npu_bridge.estimator.npu.util
   dump_config.py  DumpConfig;  config_parts.py  ProfilingConfig, MemoryConfig, ... for NPURunConfig
   alias.py        the opt-in `npu_bridge` import alias and run_script (npu-sim run)
