@@ -24,6 +24,7 @@ from tensorflow.python.training import session_run_hook  # noqa: F401
 
 import npu_sim_bridge  # noqa: F401  (registers the NpuOptimizer with Grappler)
 from npu_sim_bridge.runtime import distributed as hccl_ops  # noqa: F401
+from npu_sim_bridge.runtime import keras_to_npu  # noqa: F401
 from npu_sim_bridge.runtime import npu_ops  # noqa: F401
 from npu_sim_bridge.runtime import npu_plugin  # noqa: F401
 from npu_sim_bridge.runtime import npu_strategy  # noqa: F401

@@ -3,8 +3,8 @@
 Each shared library is compiled once per (TensorFlow version, source, flags) into a private
 per-user cache directory (0700, owned by the user). The shim is loaded with `tf.load_library`, which
 registers `NpuOptimizer` with Grappler's CustomGraphOptimizerRegistry; the op library (npu_ops.cc:
-the adapter's Gelu and GeluGrad ops) with `tf.load_op_library`, on first use, which also gives
-their Python wrappers.
+the adapter's Gelu and FastGelu ops and their gradients) with `tf.load_op_library`, on first use,
+which also gives their Python wrappers.
 
 Cache location: $NPU_SIM_CACHE_DIR, else $XDG_CACHE_HOME/npu_sim_bridge, else ~/.cache/npu_sim_bridge.
 """
@@ -167,8 +167,8 @@ def load_native() -> str:
 def load_npu_ops():
     """Build (if needed) and load the NPU op library once per process; returns its module of op wrappers.
 
-    Its ops (Gelu, GeluGrad) need a C++ compiler and TensorFlow's headers, as the shim does, even
-    where NPU_SIM_SKIP_NATIVE=1 left the shim out.
+    Its ops (Gelu, FastGelu and their gradients) need a C++ compiler and TensorFlow's headers, as the
+    shim does, even where NPU_SIM_SKIP_NATIVE=1 left the shim out.
     """
     global _ops_module
     with _load_lock:

@@ -1,12 +1,15 @@
 // NPU operators that Ascend's adapter registers with TensorFlow and TensorFlow itself lacks.
 //
-// A script's npu_unary_ops.gelu(x) builds a node of op type "Gelu" (its gradient "GeluGrad"), as on
-// the NPU, so the operator library in ops_info/ classifies it and the report names it. The kernels
-// compute what the Ascend ops compute: the tanh form of GELU,
+// A script's npu_unary_ops.gelu(x) builds a node of op type "Gelu" (its gradient "GeluGrad"), and
+// npu_aicore_ops.fast_gelu(x) one of type "FastGelu" ("FastGeluGrad"), as on the NPU, so the
+// operator library in ops_info/ classifies them and the report names them. The kernels compute what
+// the Ascend ops compute:
 //
-//   Gelu(x)            = x / (1 + exp(-k * (x + 0.044715 x^3))),  k = 2 * sqrt(2 / pi)
-//                      = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
-//   GeluGrad(dy, x, y) = dy * d Gelu(x) / dx
+//   Gelu(x)              = x / (1 + exp(-k * (x + 0.044715 x^3))),  k = 2 * sqrt(2 / pi)
+//                        = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+//   GeluGrad(dy, x, y)   = dy * d Gelu(x) / dx
+//   FastGelu(x)          = x / (1 + exp(-1.702 |x|)) * exp(0.851 (x - |x|)) = x * sigmoid(1.702 x)
+//   FastGeluGrad(dy, x)  = dy * d FastGelu(x) / dx
 //
 // in float32 arithmetic for half and bfloat16 inputs (the NPU's vector unit widens them too).
 
@@ -26,6 +29,7 @@ using tensorflow::Tensor;
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
+constexpr float kFast = 1.702f;
 
 float Inner(float x) { return kSqrt2OverPi * (x + kCubic * x * x * x); }
 
@@ -37,10 +41,20 @@ float GeluDerivative(float x) {
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * d_inner;
 }
 
-template <typename T>
-class GeluOp : public OpKernel {
+float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+float FastGeluValue(float x) { return x * Sigmoid(kFast * x); }
+
+float FastGeluDerivative(float x) {
+  const float s = Sigmoid(kFast * x);
+  return s + kFast * x * s * (1.0f - s);
+}
+
+// y = F(x), elementwise.
+template <typename T, float (*F)(float)>
+class UnaryOp : public OpKernel {
  public:
-  explicit GeluOp(OpKernelConstruction* context) : OpKernel(context) {}
+  explicit UnaryOp(OpKernelConstruction* context) : OpKernel(context) {}
 
   void Compute(OpKernelContext* context) override {
     const Tensor& x = context->input(0);
@@ -49,21 +63,22 @@ class GeluOp : public OpKernel {
     const auto in = x.flat<T>();
     auto out = y->flat<T>();
     for (int64_t i = 0; i < in.size(); ++i) {
-      out(i) = static_cast<T>(GeluValue(static_cast<float>(in(i))));
+      out(i) = static_cast<T>(F(static_cast<float>(in(i))));
     }
   }
 };
 
-template <typename T>
-class GeluGradOp : public OpKernel {
+// z = dy * F'(x), elementwise (GeluGrad's third input y is not needed for the derivative).
+template <typename T, float (*DF)(float)>
+class UnaryGradOp : public OpKernel {
  public:
-  explicit GeluGradOp(OpKernelConstruction* context) : OpKernel(context) {}
+  explicit UnaryGradOp(OpKernelConstruction* context) : OpKernel(context) {}
 
   void Compute(OpKernelContext* context) override {
     const Tensor& dy = context->input(0);
     const Tensor& x = context->input(1);
     OP_REQUIRES(context, dy.shape() == x.shape(),
-                tensorflow::errors::InvalidArgument("GeluGrad: dy shape ", dy.shape().DebugString(),
+                tensorflow::errors::InvalidArgument(name(), ": dy shape ", dy.shape().DebugString(),
                                                     " differs from x shape ", x.shape().DebugString()));
     Tensor* z = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &z));
@@ -71,7 +86,7 @@ class GeluGradOp : public OpKernel {
     const auto in = x.flat<T>();
     auto out = z->flat<T>();
     for (int64_t i = 0; i < in.size(); ++i) {
-      out(i) = static_cast<T>(static_cast<float>(grad(i)) * GeluDerivative(static_cast<float>(in(i))));
+      out(i) = static_cast<T>(static_cast<float>(grad(i)) * DF(static_cast<float>(in(i))));
     }
   }
 };
@@ -93,13 +108,30 @@ REGISTER_OP("GeluGrad")
     .Attr("T: {half, bfloat16, float, double}")
     .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
 
-#define NPU_SIM_REGISTER_GELU(type)                                                                     \
-  REGISTER_KERNEL_BUILDER(Name("Gelu").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),        \
-                          npu_sim_bridge::GeluOp<type>);                                                \
-  REGISTER_KERNEL_BUILDER(Name("GeluGrad").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),    \
-                          npu_sim_bridge::GeluGradOp<type>);
+REGISTER_OP("FastGelu")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
 
-NPU_SIM_REGISTER_GELU(Eigen::half)
-NPU_SIM_REGISTER_GELU(Eigen::bfloat16)
-NPU_SIM_REGISTER_GELU(float)
-NPU_SIM_REGISTER_GELU(double)
+REGISTER_OP("FastGeluGrad")
+    .Input("dy: T")
+    .Input("x: T")
+    .Output("z: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
+
+#define NPU_SIM_REGISTER(type)                                                                          \
+  REGISTER_KERNEL_BUILDER(Name("Gelu").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),          \
+                          npu_sim_bridge::UnaryOp<type, npu_sim_bridge::GeluValue>);                      \
+  REGISTER_KERNEL_BUILDER(Name("GeluGrad").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),      \
+                          npu_sim_bridge::UnaryGradOp<type, npu_sim_bridge::GeluDerivative>);             \
+  REGISTER_KERNEL_BUILDER(Name("FastGelu").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),      \
+                          npu_sim_bridge::UnaryOp<type, npu_sim_bridge::FastGeluValue>);                  \
+  REGISTER_KERNEL_BUILDER(Name("FastGeluGrad").Device(tensorflow::DEVICE_CPU).TypeConstraint<type>("T"),  \
+                          npu_sim_bridge::UnaryGradOp<type, npu_sim_bridge::FastGeluDerivative>);
+
+NPU_SIM_REGISTER(Eigen::half)
+NPU_SIM_REGISTER(Eigen::bfloat16)
+NPU_SIM_REGISTER(float)
+NPU_SIM_REGISTER(double)
