@@ -155,9 +155,9 @@ class DynamicRNN(_DynamicBasic):
         size = self._input_size(input_shape)
         self._rnn_w = self.add_weight(
             "dynamicrnn/w", shape=[size + self._hidden_size, 4 * self._hidden_size], dtype=self._rnn_dtype,
-            initializer=tf.compat.v1.glorot_uniform_initializer(seed=10, dtype=self._rnn_dtype))
+            initializer=tf.compat.v1.glorot_uniform_initializer(seed=10))
         self._rnn_b = self.add_weight("dynamicrnn/b", shape=[4 * self._hidden_size], dtype=self._rnn_dtype,
-                                      initializer=tf.compat.v1.zeros_initializer(dtype=self._rnn_dtype))
+                                      initializer=tf.compat.v1.zeros_initializer())
         super().build(input_shape)
 
     def call(self, x, seq_length=None, init_h=None, init_c=None, weight=None, bias=None):  # pylint: disable=arguments-differ
