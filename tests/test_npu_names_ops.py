@@ -1,5 +1,8 @@
 """npu_bridge ops that ModelZoo scripts use: Gelu/GeluGrad, LARS, fused Adam, the LSTM cell, AI CPU ops, npu_plugin."""
 
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -12,6 +15,7 @@ from npu_sim_bridge.runtime import npu_cpu_ops, npu_ops, npu_plugin
 from npu_sim_bridge.runtime.npu_unary_ops import npu_unary_ops
 
 V1 = tf.compat.v1
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(fetches, feed=None, config=None, init=False):
@@ -60,6 +64,19 @@ def test_gelu_in_a_session_is_classified_by_the_operator_library_and_named_in_th
     assert (decision.op, decision.list, decision.placement) == ("Gelu", "gray", "device")
     assert decision.dtype_after == "float16" and "follows MatMul" in decision.reason
     np.testing.assert_allclose(mixed, plain, rtol=2e-2, atol=2e-2)
+
+
+def test_importing_npu_init_registers_the_npu_ops_so_saved_graphs_with_gelu_import(tmp_path):
+    with tf.Graph().as_default():
+        npu_unary_ops.gelu(V1.placeholder(tf.float32, [2], name="x"), name="act")
+        V1.train.export_meta_graph(str(tmp_path / "gelu.meta"))
+    code = ("import sys, tensorflow as tf; import npu_sim_bridge.npu_init; "
+            "tf.compat.v1.train.import_meta_graph(sys.argv[1]); "
+            "print(tf.compat.v1.get_default_graph().get_operation_by_name('act').type)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "gelu.meta")], capture_output=True,
+                            text=True, env=env, timeout=120, check=False)
+    assert result.stdout.strip() == "Gelu", result.stderr[-3000:]
 
 
 def test_npu_init_exports_the_newer_adapter_names():

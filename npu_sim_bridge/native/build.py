@@ -164,6 +164,11 @@ def load_native() -> str:
         return path
 
 
+def native_skipped() -> bool:
+    """True when NPU_SIM_SKIP_NATIVE asks to leave the native libraries out (no compiler on this machine)."""
+    return os.environ.get("NPU_SIM_SKIP_NATIVE", "") in ("1", "true", "yes")
+
+
 def load_npu_ops():
     """Build (if needed) and load the NPU op library once per process; returns its module of op wrappers.
 

@@ -6,6 +6,9 @@ TensorFlow by a small C++ library (native/npu_ops.cc, built into the shim cache 
 CPU kernels compute the tanh form of GELU that the Ascend op computes. Because the node's type is
 `Gelu`, the operator library in ops_info/ classifies it (a gray op: it follows its inputs under
 allow_mix_precision), the placement pass finds it in the device op list, and the report names it.
+Importing this module (npu_init does) loads the op library, as importing npu_bridge loads the
+adapter's ops, so a saved graph holding Gelu nodes imports too (unless NPU_SIM_SKIP_NATIVE is set:
+then the library is built on the first gelu call).
 """
 
 import types
@@ -13,7 +16,7 @@ import types
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from npu_sim_bridge.native.build import load_npu_ops
+from npu_sim_bridge.native.build import load_npu_ops, native_skipped
 
 
 def gelu(features, name=None):
@@ -48,6 +51,9 @@ def _gelu_grad_gradient(op, grad):
 _SQRT_2_OVER_PI = 0.7978845608028654
 _CUBIC = 0.044715
 
+
+if not native_skipped():
+    load_npu_ops()
 
 # The adapter's module holds its generated-op namespace under the same name as the module itself:
 # scripts write `from npu_bridge.estimator.npu_unary_ops import npu_unary_ops; npu_unary_ops.gelu(x)`.
