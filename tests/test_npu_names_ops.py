@@ -51,14 +51,16 @@ def test_gelu_kernels_for_every_dtype_the_op_accepts(dtype):
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
 
 
-def test_gelu_in_a_session_is_classified_by_the_operator_library_and_named_in_the_report(npu_config):
+@pytest.mark.parametrize("execution", ["emulate", "native"])
+def test_gelu_in_a_session_is_classified_by_the_operator_library_and_named_in_the_report(npu_config, execution):
     with tf.Graph().as_default():
         x = V1.placeholder(tf.float32, [4, 8], name="x")
         w = tf.Variable(np.random.RandomState(0).randn(8, 8).astype(np.float32) * 0.3)
         h = npu_unary_ops.gelu(tf.matmul(x, w), name="act")
         y = tf.identity(tf.matmul(h, w), name="y")
         xv = np.random.RandomState(1).randn(4, 8).astype(np.float32)
-        mixed = _run(y, {x: xv}, npu_config(precision_mode="allow_mix_precision"), init=True)
+        mixed = _run(y, {x: xv}, npu_config(precision_mode="allow_mix_precision", sim_fp16_execution=execution),
+                     init=True)
         decision = next(r for r in npu_sim_bridge.recent_reports() if "act" in r.nodes).node("act")
         plain = _run(y, {x: xv}, init=True)
     assert (decision.op, decision.list, decision.placement) == ("Gelu", "gray", "device")
