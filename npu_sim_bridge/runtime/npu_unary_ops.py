@@ -18,6 +18,9 @@ from tensorflow.python.framework import ops
 
 from npu_sim_bridge.native.build import load_npu_ops, native_skipped
 
+_SQRT_2_OVER_PI = 0.7978845608028654
+_CUBIC = 0.044715
+
 
 def gelu(features, name=None):
     """GELU, tanh form: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))), as one `Gelu` node."""
@@ -46,10 +49,6 @@ def _gelu_grad_gradient(op, grad):
     first = 0.5 * (1.0 + t) + 0.5 * x * sech2 * du
     second = sech2 * (du + 0.5 * x * (6.0 * a * c * x - 2.0 * t * du * du))
     return [grad * first, grad * dy * second, None]
-
-
-_SQRT_2_OVER_PI = 0.7978845608028654
-_CUBIC = 0.044715
 
 
 if not native_skipped():
