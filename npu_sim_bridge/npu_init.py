@@ -67,6 +67,7 @@ from npu_sim_bridge.runtime.estimator import (  # noqa: F401
     npu_run_config_init,
 )
 from npu_sim_bridge.runtime.graph_mode import enter_tf1_graph_mode as _enter_tf1_graph_mode
+from npu_sim_bridge.runtime.hccl.cluster import route_sessions as _route_sessions
 from npu_sim_bridge.runtime.tf1 import tf1_module as _tf1_module
 from npu_sim_bridge.runtime.hooks import (  # noqa: F401
     NPUBroadcastGlobalVariablesCallback,
@@ -114,3 +115,4 @@ experimental_options = {
 
 _enter_tf1_graph_mode()
 _enable_from_environment()
+_route_sessions()  # with RANK_SIZE > 1: every Session runs on this rank's TensorFlow server (runtime/hccl)

@@ -131,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     from npu_sim_bridge.cli.debug_commands import add_debug_commands
 
     add_debug_commands(commands)  # fusion-rules, compare, overflow
+
+    from npu_sim_bridge.cli.launch import add_launch_command
+
+    add_launch_command(commands)  # launch: N ranks of a script
     return parser
 
 

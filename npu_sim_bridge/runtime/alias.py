@@ -31,7 +31,7 @@ MODULES = {
     "npu_bridge.estimator.npu.npu_config": (_RUNTIME + "estimator", _RUNTIME + "dump_config",
                                             _RUNTIME + "config_parts", _RUNTIME + "scopes"),
     "npu_bridge.estimator.npu.npu_estimator": (_RUNTIME + "estimator",),
-    "npu_bridge.estimator.npu.npu_optimizer": (_RUNTIME + "distributed", _RUNTIME + "npu_optimizer"),
+    "npu_bridge.estimator.npu.npu_optimizer": (_RUNTIME + "hccl.optimizers", _RUNTIME + "npu_optimizer"),
     "npu_bridge.estimator.npu.npu_convert_dropout": (_RUNTIME + "npu_convert_dropout",),
     "npu_bridge.estimator.npu.npu_dynamic_rnn": (_RUNTIME + "npu_dynamic_rnn",),
     "npu_bridge.estimator.npu.npu_plugin": (_RUNTIME + "npu_plugin",),

@@ -23,6 +23,8 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
+from npu_sim_bridge.runtime.hccl import collectives, groups
+
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -149,12 +151,22 @@ def all_finite(gradients):
     return tf.reduce_all(tf.stack(checks), name="overflow_status_reduce_all")
 
 
+def finite_on_every_rank(finite):
+    """A bool scalar: `finite` holds on every rank (one all-reduce of the overflow flag; itself with one rank)."""
+    if groups.get_rank_size() == 1:
+        return finite
+    with tf.name_scope("overflow_status_allreduce"):
+        overflow = tf.cast(tf.logical_not(finite), tf.float32)
+        return tf.equal(collectives.allreduce(overflow, "max"), 0.0)
+
+
 class NPULossScaleOptimizer(tf.compat.v1.train.Optimizer):
     """Loss scaling around a tf.compat.v1.train.Optimizer; skips steps whose gradients overflow.
 
-    is_distributed is accepted for npu_bridge's signature; the simulation is one process, so the
-    overflow status needs no all-reduce. After apply_gradients, `is_overall_finite` is the bool
-    tensor of the last step built (fetch it to log skipped steps).
+    With is_distributed=True and more than one rank, the overflow status is all-reduced (max)
+    over the ranks before the decision, so an overflow on any rank makes every rank skip that
+    step and update its loss scale the same way. After apply_gradients, `is_overall_finite` is the
+    bool tensor of the last step built (fetch it to log skipped steps).
     """
 
     def __init__(self, opt, loss_scale_manager, is_distributed=False):
@@ -202,6 +214,8 @@ class NPULossScaleOptimizer(tf.compat.v1.train.Optimizer):
         grads_and_vars = tuple(grads_and_vars)
         if self._overflow_check_enabled():
             finite = all_finite([gradient for gradient, _ in grads_and_vars])
+            if self._is_distributed:
+                finite = finite_on_every_rank(finite)
         else:
             finite = tf.constant(True)
         self.is_overall_finite = finite

@@ -27,6 +27,7 @@ from tensorflow.python.client import session as session_lib
 
 from npu_sim_bridge.config.options import NPU_OPTIMIZER_NAME, NpuSimConfigWarning
 from npu_sim_bridge.config.registry import is_mix_precision
+from npu_sim_bridge.runtime.hccl import cluster
 
 ALL_SESSIONS_ENV = "NPU_SIM_ALL_SESSIONS"
 
@@ -67,6 +68,7 @@ def _check_config_proto(config_proto, function):
 def npu_config_proto(config_proto=None):
     """Add the NpuOptimizer to `config_proto` (a new ConfigProto when None) as npu_bridge does; returns it."""
     config_proto = _check_config_proto(config_proto, "npu_config_proto")
+    cluster.route_sessions()  # with RANK_SIZE > 1, Sessions run on this rank's server (runtime/hccl/cluster.py)
     rewrite_options = config_proto.graph_options.rewrite_options
     npu_optimizer = find_npu_optimizer(config_proto)
     if npu_optimizer is None:
@@ -126,7 +128,8 @@ def init_resource(config=None):
 
     Returns (session, shutdown_op) as npu_bridge does; pass both to shutdown_resource, then the
     session to close_session. `config` is mutated by npu_config_proto. In the simulation the
-    initialize and shutdown ops are no-ops and the process is rank 0 of 1.
+    initialize and shutdown ops are no-ops; the rank values it records are this process's
+    (runtime/hccl: RANK_ID, RANK_SIZE).
     """
     from npu_sim_bridge.runtime import npu_ops, util
     from npu_sim_bridge.runtime.distributed import (get_local_rank_id, get_local_rank_size, get_rank_id,

@@ -10,6 +10,7 @@ import os
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
+from npu_sim_bridge.runtime.hccl import cluster
 from npu_sim_bridge.runtime.scopes import KEEP_DTYPE_ATTR
 
 _global_dict = {}
@@ -74,8 +75,8 @@ def check_path(path):
 
 
 def get_ranksize():
-    """The rank count as a string, as npu_bridge returns it: always '1' (the simulation is one process)."""
-    return "1"
+    """The rank count as a string, as npu_bridge returns it (RANK_SIZE; '1' without a launcher)."""
+    return str(cluster.info().rank_size)
 
 
 def global_dict_init():

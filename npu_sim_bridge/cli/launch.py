@@ -1,0 +1,241 @@
+"""`npu-sim launch --nproc N [--] script.py args...`: one `npu-sim run` process per rank, as the adapter's launch scripts.
+
+Each rank gets RANK_ID, RANK_SIZE, DEVICE_ID, RANK_TABLE_FILE (a generated version 1.0 rank table,
+or the one given with --rank-table) and NPU_SIM_PORT_BASE. Without --port-base the launcher takes
+the first base from NPU_SIM_PORT_BASE (default 29600) upwards, in steps of N, whose N ports are
+free and not held by another launch (a lock file per base under the temp folder, held while the
+launch runs). Every line a rank prints is prefixed `[rank R]` (stdout to stdout, stderr to
+stderr). The launch ends when every rank has ended; its status is that of the first rank to fail
+(0 when all succeed). When a rank fails, or on Ctrl-C / SIGTERM, the others get SIGTERM, then
+SIGKILL after --grace seconds, so a launch never hangs on a dead peer; each rank also dies with
+the launcher (PR_SET_PDEATHSIG on Linux).
+"""
+
+import ctypes
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from npu_sim_bridge.runtime.hccl import ranktable
+
+_LOCK_DIR = os.path.join(tempfile.gettempdir(), "npu_sim_ports")
+_PR_SET_PDEATHSIG = 1
+
+
+def add_launch_command(commands):
+    """Register the `launch` subcommand on the npu-sim subparsers."""
+    import argparse
+
+    launch = commands.add_parser(
+        "launch", help="run a script as N ranks on this machine (RANK_ID, RANK_SIZE, RANK_TABLE_FILE), as "
+                       "the adapter's launch scripts do",
+        description="Starts one `npu-sim run` process per rank. Collectives (hccl_ops, NPUDistributedOptimizer, "
+                    "the broadcast hooks) run between them on TensorFlow's collective ops over gRPC.")
+    launch.add_argument("--nproc", type=int, default=None, metavar="N",
+                        help="number of ranks (default: the ranks of this server in --rank-table)")
+    launch.add_argument("--rank-table", metavar="FILE", default=None,
+                        help="a version 1.0 rank table naming the servers; this host starts the ranks of "
+                             "--server-id")
+    launch.add_argument("--server-id", default=None, help="which server of --rank-table this host is")
+    launch.add_argument("--port-base", type=int, default=None,
+                        help="port of rank 0's TensorFlow server (rank r uses base + r); default: the first free "
+                             f"base from ${ranktable.PORT_BASE_ENV} or {ranktable.DEFAULT_PORT_BASE}")
+    launch.add_argument("--grace", type=float, default=5.0,
+                        help="seconds the other ranks get to stop after one fails, before SIGKILL (default 5)")
+    launch.add_argument("--all-sessions", action="store_true", help="as `npu-sim run --all-sessions`")
+    launch.add_argument("--shadow-real-npu-bridge", action="store_true", help="as `npu-sim run`")
+    launch.add_argument("--tf2", action="store_true", help="as `npu-sim run --tf2`")
+    launch.add_argument("script", help="the Python script each rank runs")
+    launch.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
+    launch.set_defaults(handler=cmd_launch)
+
+
+def cmd_launch(args):
+    """Run the launch; returns its exit status."""
+    if args.script == "--":
+        if not args.script_args:
+            raise ranktable.RankConfigError("npu-sim launch: give the script to run after --")
+        args.script, args.script_args = args.script_args[0], args.script_args[1:]
+    if not os.path.isfile(args.script):
+        raise ranktable.RankConfigError(f"script {args.script!r} does not exist or is not a file")
+    run_options = [flag for flag, on in (("--all-sessions", args.all_sessions), ("--tf2", args.tf2),
+                                         ("--shadow-real-npu-bridge", args.shadow_real_npu_bridge)) if on]
+    with tempfile.TemporaryDirectory(prefix="npu_sim_launch_") as folder:
+        if args.rank_table:
+            table = os.path.abspath(args.rank_table)
+            _, ranks = ranktable.ranks_of_server(table, args.server_id)
+            size = len(ranktable.read_rank_table(table))
+            if args.nproc is not None and args.nproc != len(ranks):
+                raise ranktable.RankConfigError(f"--nproc {args.nproc} but rank table {table} gives this server "
+                                                f"{len(ranks)} ranks; leave --nproc out")
+            port_base, lock = _port_base(args.port_base, size, search=False)
+        else:
+            if args.nproc is None or args.nproc < 1:
+                raise ranktable.RankConfigError("npu-sim launch needs --nproc N (N >= 1) or --rank-table FILE")
+            size, ranks = args.nproc, list(range(args.nproc))
+            table = os.path.join(folder, "rank_table.json")
+            with open(table, "w", encoding="utf-8") as handle:
+                json.dump(ranktable.make_rank_table(size), handle, indent=2)
+            port_base, lock = _port_base(args.port_base, size, search=args.port_base is None)
+        try:
+            command = [sys.executable, "-m", "npu_sim_bridge", "run", *run_options, args.script, *args.script_args]
+            return Launch(command, ranks, size, table, port_base, args.grace).run()
+        finally:
+            if lock is not None:
+                lock.close()
+
+
+def _port_base(given, size, search):
+    """(port base, open lock file or None): the given base, or the first free and unlocked one."""
+    base = given if given is not None else int(os.environ.get(ranktable.PORT_BASE_ENV, ranktable.DEFAULT_PORT_BASE))
+    if not search:
+        return base, None
+    os.makedirs(_LOCK_DIR, exist_ok=True)
+    for _ in range(200):
+        if base + size > 65535:
+            break
+        lock = open(os.path.join(_LOCK_DIR, f"{base}.lock"), "w", encoding="utf-8")  # noqa: SIM115 - held open
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            base += size
+            continue
+        if all(_port_free(port) for port in range(base, base + size)):
+            return base, lock
+        lock.close()
+        base += size
+    raise ranktable.RankConfigError(f"no {size} free consecutive ports found from {ranktable.PORT_BASE_ENV} "
+                                    f"{given or os.environ.get(ranktable.PORT_BASE_ENV, ranktable.DEFAULT_PORT_BASE)}"
+                                    "; choose another base with --port-base")
+
+
+def _port_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def _die_with_parent():
+    """In the child before exec: get SIGKILL when the launcher dies (Linux), and a process group of its own."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the launcher's own signal handling still stops the ranks
+
+
+class Launch:
+    """The running ranks: start, relay output, watch, stop."""
+
+    def __init__(self, command, ranks, size, table, port_base, grace):
+        self._command = command
+        self._ranks = ranks
+        self._size = size
+        self._table = table
+        self._port_base = port_base
+        self._grace = grace
+        self._processes = {}
+        self._relays = []
+        self._stopping = None  # why the launch is stopping (a message), once it is
+        self._interrupt = None  # the exit status a signal to the launcher gives
+
+    def _environment(self, rank, device):
+        env = dict(os.environ)
+        env.update({"RANK_ID": str(rank), "RANK_SIZE": str(self._size), "DEVICE_ID": str(device),
+                    "RANK_TABLE_FILE": self._table, ranktable.PORT_BASE_ENV: str(self._port_base),
+                    "PYTHONUNBUFFERED": "1"})
+        return env
+
+    def run(self):
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for device, rank in enumerate(self._ranks):
+                process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                    self._command, env=self._environment(rank, device), stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent)
+                self._processes[rank] = process
+                for stream, sink in ((process.stdout, sys.stdout), (process.stderr, sys.stderr)):
+                    relay = threading.Thread(target=_relay, args=(stream, sink, f"[rank {rank}] "), daemon=True)
+                    relay.start()
+                    self._relays.append(relay)
+            return self._watch()
+        finally:
+            self._stop_all()
+            for relay in self._relays:
+                relay.join(timeout=2.0)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum, frame):
+        name = signal.Signals(signum).name
+        if self._stopping is None:
+            self._stopping = f"{name}: stopping every rank"
+            self._interrupt = 128 + signum
+
+    def _watch(self):
+        status = None
+        running = dict(self._processes)
+        while running:
+            if self._stopping is not None and status is None:
+                print(f"npu-sim launch: {self._stopping}", file=sys.stderr)
+                status = self._interrupt
+                self._terminate(running)
+            for rank, process in list(running.items()):
+                code = process.poll()
+                if code is None:
+                    continue
+                del running[rank]
+                if code != 0 and status is None:
+                    status = code if code > 0 else 128 - code
+                    print(f"npu-sim launch: rank {rank} failed with exit status {status}; stopping the other ranks "
+                          f"({', '.join(str(other) for other in running) or 'none left'})", file=sys.stderr)
+                    self._stopping = f"rank {rank} failed"
+                    self._terminate(running)
+            time.sleep(0.05)
+        return status or 0
+
+    def _terminate(self, running):
+        for process in running.values():
+            _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + self._grace
+        while time.monotonic() < deadline and any(process.poll() is None for process in running.values()):
+            time.sleep(0.05)
+        for process in running.values():
+            if process.poll() is None:
+                _signal_group(process, signal.SIGKILL)
+
+    def _stop_all(self):
+        left = {rank: process for rank, process in self._processes.items() if process.poll() is None}
+        if left:
+            self._terminate(left)
+        for process in self._processes.values():
+            try:
+                process.wait(timeout=self._grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(process, signal.SIGKILL)
+
+
+def _signal_group(process, sig):
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _relay(stream, sink, prefix):
+    """Copy lines from a rank's pipe to our stream with the rank prefix."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", errors="replace")
+        sink.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
+        sink.flush()
+    stream.close()
