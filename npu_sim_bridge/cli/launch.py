@@ -179,7 +179,7 @@ class Launch:
     def _on_signal(self, signum, frame):
         name = signal.Signals(signum).name
         if self._stopping is None:
-            self._stopping = f"{name}: stopping every rank"
+            self._stopping = f"interrupted ({name})"
             self._interrupt = 128 + signum
 
     def _watch(self):
@@ -187,7 +187,8 @@ class Launch:
         running = dict(self._processes)
         while running:
             if self._stopping is not None and status is None:
-                print(f"npu-sim launch: {self._stopping}", file=sys.stderr)
+                print(f"npu-sim launch: {self._stopping}: stopping ranks {', '.join(map(str, running))}",
+                      file=sys.stderr)
                 status = self._interrupt
                 self._terminate(running)
             for rank, process in list(running.items()):

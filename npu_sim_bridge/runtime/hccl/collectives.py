@@ -1,9 +1,11 @@
 """hccl_ops collectives as TensorFlow collective ops (CollectiveReduceV2, CollectiveGatherV2, CollectiveBcast*V2).
 
 Each HCCL call builds TensorFlow collective ops over the group's collective group (groups.py);
-they run between the ranks' gRPC servers (cluster.py) when the Session runs them. Every op of a
-graph gets the next instance key of its group, so the ranks, which build the same graph in the
-same order, agree on the keys without talking; a new graph starts again at 1. What the adapter's
+they run between the ranks' gRPC servers (cluster.py) when the Session runs them. Every op built
+gets the next instance key of its group in this process (TensorFlow's servers remember an
+instance key's shape for their lifetime, so keys are never reused, not even by a new graph), so
+the ranks, which build the same collectives in the same order, agree on the keys without
+talking: like the NPU, a rank must not build collectives the others do not build. What the adapter's
 ops do that TensorFlow's do not is built around them:
 - allgather concatenates in group-rank order (TensorFlow's gather order is its own device order,
   so the group ranks are gathered too and the chunks put in order);
@@ -16,8 +18,9 @@ In a group of one rank every collective is an Identity op (the input), as before
 support. HCCL_EXEC_TIMEOUT (seconds), when set, becomes the ops' timeout.
 """
 
+import itertools
 import os
-import weakref
+import threading
 
 import tensorflow as tf
 from tensorflow.python.framework import ops, tensor_util
@@ -31,13 +34,14 @@ _SUPPORTED = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int6
 _GRADIENT = "NpuSimHcclAllReduce"
 EXEC_TIMEOUT_ENV = "HCCL_EXEC_TIMEOUT"
 
-_instance_keys = weakref.WeakKeyDictionary()  # graph -> {counter name: last key}
+_instance_keys = {}  # counter name (a group key, or a send/receive channel) -> itertools.count
+_instance_lock = threading.Lock()
 
 
-def _next_instance_key(graph, counter, start=0):
-    counters = _instance_keys.setdefault(graph, {})
-    counters[counter] = counters.get(counter, start) + 1
-    return counters[counter]
+def _next_instance_key(counter):
+    """The next instance key of `counter` in this process."""
+    with _instance_lock:
+        return next(_instance_keys.setdefault(counter, itertools.count(1)))
 
 
 def _timeout():
@@ -85,7 +89,7 @@ def _reduce(tensor, merge_op, group_size, group_key, name):
     with graph.gradient_override_map({"CollectiveReduceV2": _GRADIENT}):
         return tf.raw_ops.CollectiveReduceV2(
             input=tensor, group_size=group_size, group_key=group_key,
-            instance_key=_next_instance_key(graph, group_key), ordering_token=[], merge_op=merge_op,
+            instance_key=_next_instance_key(group_key), ordering_token=[], merge_op=merge_op,
             final_op="Id", timeout_seconds=_timeout(), name=name)
 
 
@@ -128,16 +132,15 @@ def allgather(tensor, rank_size, group=WORLD_GROUP, fusion=0, fusion_id=-1):
     if tensor.shape.rank == 0:
         raise ValueError(f"allgather of the scalar {tensor.name}: HCCL gathers along the first dimension; "
                          "reshape it to [1] first")
-    graph = tf.compat.v1.get_default_graph()
     key = groups.group_key(group)
     with tf.name_scope("HcomAllGather"):
         value, original = _widened(tensor, "allgather")
         gathered = tf.raw_ops.CollectiveGatherV2(
-            input=value, group_size=size, group_key=key, instance_key=_next_instance_key(graph, key),
+            input=value, group_size=size, group_key=key, instance_key=_next_instance_key(key),
             ordering_token=[], timeout_seconds=_timeout())
         order = tf.raw_ops.CollectiveGatherV2(
             input=tf.constant([my_rank], tf.int32), group_size=size, group_key=key,
-            instance_key=_next_instance_key(graph, key), ordering_token=[], timeout_seconds=_timeout())
+            instance_key=_next_instance_key(key), ordering_token=[], timeout_seconds=_timeout())
         rest = tf.shape(value)[1:]
         chunks = tf.reshape(gathered, tf.concat([[size, -1], rest], 0))
         ordered = tf.reshape(tf.gather(chunks, tf.argsort(order)), tf.concat([[-1], rest], 0))
@@ -155,10 +158,9 @@ def broadcast(tensor, root_rank, fusion=2, fusion_id=0, group=WORLD_GROUP):
         return _identity(tensors, "HcomBroadcast")
     my_rank = _collective_context(group)
     key = groups.group_key(group)
-    graph = tf.compat.v1.get_default_graph()
     results = []
     for item in tensors:
-        instance_key = _next_instance_key(graph, key)
+        instance_key = _next_instance_key(key)
         with tf.name_scope("HcomBroadcast"):
             if my_rank == root_rank:
                 results.append(_bcast_send(item, size, key, instance_key))
@@ -241,12 +243,11 @@ def _check_tag(sr_tag):
 
 
 def _p2p_instance_key(sender, receiver, sr_tag):
-    """The instance key of the next transfer with sr_tag from sender to receiver (world ranks) in this graph."""
-    graph = tf.compat.v1.get_default_graph()
-    count = _next_instance_key(graph, ("p2p", sender, receiver, sr_tag))
+    """The instance key of the next transfer with sr_tag from sender to receiver (world ranks) in this process."""
+    count = _next_instance_key(("p2p", sender, receiver, sr_tag))
     if count >= 1 << 16:
-        raise ValueError(f"more than 65535 sends with sr_tag {sr_tag} from rank {sender} to rank {receiver} in one "
-                         "graph; use other tags")
+        raise ValueError(f"more than 65535 sends with sr_tag {sr_tag} from rank {sender} to rank {receiver}; "
+                         "use other tags")
     direction = 0 if sender < receiver else 1
     return (((sr_tag * 2 + direction) % (1 << 14)) << 16) + count
 
