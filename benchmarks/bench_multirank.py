@@ -1,0 +1,94 @@
+"""Multi-rank figures: hccl allreduce bandwidth between 2 ranks on localhost, and a small model's step time at 1 and 2 ranks.
+
+    python benchmarks/bench_multirank.py [--steps 30]
+
+Runs `npu-sim launch --nproc 2` (and `npu-sim run` for one rank) on this script in worker roles and
+prints one table. Allreduce: float32 tensors of 1, 16 and 64 MiB, sum, median of --steps runs after
+a warm-up; algorithm bandwidth = bytes / time, bus bandwidth = 2 (n - 1) / n times that (what
+a ring moves per rank). Step time: a 784-512-512-10 MLP with NPUDistributedOptimizer (plain SGD,
+batch 128 per rank, so 2 ranks train on twice the data per step), median step of --steps after
+warm-up, NpuOptimizer on, as a migrated script runs.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+MIB = 1 << 20
+SIZES_MIB = (1, 16, 64)
+MARK = "BENCH_RESULT "
+
+
+def _worker(role, steps):
+    import numpy as np
+    from npu_bridge.npu_init import (NPUDistributedOptimizer, get_rank_id, get_rank_size,  # noqa: F401
+                                     npu_config_proto, tf)
+    from npu_bridge.hccl import hccl_ops
+
+    result = {"rank": get_rank_id(), "size": get_rank_size()}
+    if role == "allreduce":
+        ops = {size: hccl_ops.allreduce(tf.Variable(tf.ones([size * MIB // 4])), "sum") for size in SIZES_MIB}
+        ops = {size: tf.reduce_sum(out[:1]) for size, out in ops.items()}  # fetch a scalar, not the tensor
+    else:
+        x = tf.constant(np.random.RandomState(0).rand(128, 784).astype(np.float32))
+        y = tf.constant(np.random.RandomState(1).randint(0, 10, 128))
+        hidden = tf.layers.dense(tf.layers.dense(x, 512, tf.nn.relu), 512, tf.nn.relu)
+        loss = tf.losses.sparse_softmax_cross_entropy(y, tf.layers.dense(hidden, 10))
+        ops = {"step": NPUDistributedOptimizer(tf.train.GradientDescentOptimizer(0.01)).minimize(loss)}
+    with tf.Session(config=npu_config_proto()) as sess:
+        sess.run(tf.global_variables_initializer())
+        for name, op in ops.items():
+            for _ in range(3):
+                sess.run(op)
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                sess.run(op)
+                times.append(time.perf_counter() - start)
+            result[str(name)] = statistics.median(times)
+    print(MARK + json.dumps(result), flush=True)
+
+
+def _run(args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([sys.executable, "-m", "npu_sim_bridge", *args], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    if done.returncode != 0:
+        sys.exit(f"bench_multirank: `npu-sim {' '.join(args)}` failed:\n{done.stderr[-3000:]}")
+    results = [json.loads(line.split(MARK, 1)[1]) for line in done.stdout.splitlines() if MARK in line]
+    return sorted(results, key=lambda result: result["rank"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--role", choices=("allreduce", "model"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role:
+        _worker(args.role, args.steps)
+        return
+    steps = ["--", HERE, "--steps", str(args.steps), "--role"]
+    allreduce = _run(["launch", "--nproc", "2", *steps, "allreduce"])
+    one = _run(["run", HERE, "--steps", str(args.steps), "--role", "model"])[0]
+    two = _run(["launch", "--nproc", "2", *steps, "model"])
+    print("hccl allreduce (sum, float32), 2 ranks on localhost, TensorFlow collective ops over gRPC")
+    print(f"{'size':>8} {'time (ms)':>10} {'algbw (MB/s)':>13} {'busbw (MB/s)':>13}")
+    for size in SIZES_MIB:
+        seconds = max(result[str(size)] for result in allreduce)
+        algbw = size * MIB / seconds / 1e6
+        print(f"{size:>5} MiB {seconds * 1e3:>10.1f} {algbw:>13.0f} {algbw * 2 * (2 - 1) / 2:>13.0f}")
+    step_two = max(result["step"] for result in two)
+    print("\nMLP 784-512-512-10 training step, batch 128 per rank, NPUDistributedOptimizer")
+    print(f"{'ranks':>5} {'step (ms)':>10} {'samples/s':>10}")
+    print(f"{1:>5} {one['step'] * 1e3:>10.1f} {128 / one['step']:>10.0f}")
+    print(f"{2:>5} {step_two * 1e3:>10.1f} {256 / step_two:>10.0f}")
+    print(f"2 ranks / 1 rank step time: {step_two / one['step']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
