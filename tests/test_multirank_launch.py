@@ -148,3 +148,29 @@ def _is_zombie(pid):
             return handle.read().split(") ")[1].startswith("Z")
     except OSError:
         return True
+
+
+def test_processes_started_by_hand_with_the_rank_variables_join(tmp_path):
+    from npu_sim_bridge.cli.launch import reserve_port_base
+    from npu_sim_bridge.runtime.hccl import ranktable
+
+    port_base, lock = reserve_port_base(None, 2)
+    table = tmp_path / "rank_table.json"
+    table.write_text(json.dumps(ranktable.make_rank_table(2)))
+    script = os.path.join(SCRIPTS, "allreduce_once.py")
+    processes = []
+    for rank in (0, 1):
+        env = dict(_env(), RANK_ID=str(rank), RANK_SIZE="2", RANK_TABLE_FILE=str(table),
+                   NPU_SIM_PORT_BASE=str(port_base), HCCL_CONNECT_TIMEOUT="60")
+        processes.append(subprocess.Popen([sys.executable, "-m", "npu_sim_bridge", "run", script], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        outputs = [process.communicate(timeout=120) for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+        lock.close()
+    for rank, (process, (stdout, stderr)) in enumerate(zip(processes, outputs)):
+        assert process.returncode == 0, stderr[-3000:]
+        assert f"rank {rank} of 2 local {rank}: sum 3.0" in stdout

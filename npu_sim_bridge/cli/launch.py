@@ -75,7 +75,7 @@ def cmd_launch(args):
             if args.nproc is not None and args.nproc != len(ranks):
                 raise ranktable.RankConfigError(f"--nproc {args.nproc} but rank table {table} gives this server "
                                                 f"{len(ranks)} ranks; leave --nproc out")
-            port_base, lock = _port_base(args.port_base, size, search=False)
+            port_base, lock = reserve_port_base(args.port_base, size, search=False)
         else:
             if args.nproc is None or args.nproc < 1:
                 raise ranktable.RankConfigError("npu-sim launch needs --nproc N (N >= 1) or --rank-table FILE")
@@ -83,7 +83,7 @@ def cmd_launch(args):
             table = os.path.join(folder, "rank_table.json")
             with open(table, "w", encoding="utf-8") as handle:
                 json.dump(ranktable.make_rank_table(size), handle, indent=2)
-            port_base, lock = _port_base(args.port_base, size, search=args.port_base is None)
+            port_base, lock = reserve_port_base(args.port_base, size, search=args.port_base is None)
         try:
             command = [sys.executable, "-m", "npu_sim_bridge", "run", *run_options, args.script, *args.script_args]
             return Launch(command, ranks, size, table, port_base, args.grace).run()
@@ -92,8 +92,8 @@ def cmd_launch(args):
                 lock.close()
 
 
-def _port_base(given, size, search):
-    """(port base, open lock file or None): the given base, or the first free and unlocked one."""
+def reserve_port_base(given, size, search=True):
+    """(port base, open lock file or None): the given base, or the first free and unlocked one (locked until closed)."""
     base = given if given is not None else int(os.environ.get(ranktable.PORT_BASE_ENV, ranktable.DEFAULT_PORT_BASE))
     if not search:
         return base, None

@@ -11,7 +11,8 @@ TF1 graph mode (see `graph_mode.py`).
   scopes.py       npu_scope: without_npu_compile_scope, keep_dtype_scope, ...
   loss_scale.py   NPULossScaleOptimizer, FixedLossScaleManager, ExponentialUpdateLossScaleManager
   mixed_precision.py  enable_mixed_precision
-  distributed.py  single-process collective ops, rank helpers, distributed optimizer pass-throughs
+  distributed.py  hccl_ops / hccl.manage.api: collectives, groups, rank helpers, distributed optimizers
+  hccl/           multi-rank runtime: rank table, each rank's TensorFlow server, collectives, optimizers
   hooks.py        npu_hooks_append, npu_callbacks_append and the hooks they add
   npu_ops.py      initialize_system, shutdown_system, dropout, LARS, fused Adam, basic_lstm_cell
   npu_unary_ops.py  gelu as the adapter's Gelu op;  npu_convert_dropout.py  Keras Dropout onto npu_ops.dropout
