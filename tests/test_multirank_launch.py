@@ -102,6 +102,9 @@ def test_hccl_ops_across_two_ranks(trained):
     assert rank0["collectives"]["reduce_scatter"] == [3.0, 6.0]
     assert rank1["collectives"]["reduce_scatter"] == [3.0, 6.0]
     assert rank1["collectives"]["receive"] == [10.0, 20.0]
+    # d/d mine of sum(allreduce(mine * mine)) = 2 * mine * allreduce(ones) = 4 * mine: the gradient all-reduces.
+    assert rank0["collectives"]["gradient"] == [2 * 2 * 1.0, 2 * 2 * 2.0]
+    assert rank1["collectives"]["gradient"] == [2 * 2 * 2.0, 2 * 2 * 4.0]
     # One rank: every collective gives its input.
     assert single["collectives"]["sum"] == single["collectives"]["allgather"][0] == [1.0, 2.0]
 
@@ -150,20 +153,29 @@ def _is_zombie(pid):
         return True
 
 
-def test_processes_started_by_hand_with_the_rank_variables_join(tmp_path):
+def test_ranks_on_two_servers_of_a_rank_table_one_started_by_hand(tmp_path):
+    """Two "hosts" (127.0.0.1 and 127.0.0.2, both loopback): rank 0 by hand, rank 1 by `npu-sim launch --server-id`."""
     from npu_sim_bridge.cli.launch import reserve_port_base
     from npu_sim_bridge.runtime.hccl import ranktable
 
     port_base, lock = reserve_port_base(None, 2)
-    table = tmp_path / "rank_table.json"
-    table.write_text(json.dumps(ranktable.make_rank_table(2)))
+    table = ranktable.make_rank_table(1, "127.0.0.1")
+    second = ranktable.make_rank_table(1, "127.0.0.2")["server_list"][0]
+    second["device"][0]["rank_id"] = "1"
+    table["server_list"].append(second)
+    table["server_count"] = "2"
+    path = tmp_path / "rank_table.json"
+    path.write_text(json.dumps(table))
     script = os.path.join(SCRIPTS, "allreduce_once.py")
-    processes = []
-    for rank in (0, 1):
-        env = dict(_env(), RANK_ID=str(rank), RANK_SIZE="2", RANK_TABLE_FILE=str(table),
-                   NPU_SIM_PORT_BASE=str(port_base), HCCL_CONNECT_TIMEOUT="60")
-        processes.append(subprocess.Popen([sys.executable, "-m", "npu_sim_bridge", "run", script], env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    env = dict(_env(), RANK_TABLE_FILE=str(path), NPU_SIM_PORT_BASE=str(port_base), HCCL_CONNECT_TIMEOUT="60")
+    commands = [
+        (["run", script], dict(env, RANK_ID="0", RANK_SIZE="2")),
+        (["launch", "--rank-table", str(path), "--server-id", "127.0.0.2", "--port-base", str(port_base), script],
+         env),
+    ]
+    processes = [subprocess.Popen([sys.executable, "-m", "npu_sim_bridge", *args], env=environ,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for args, environ in commands]
     try:
         outputs = [process.communicate(timeout=120) for process in processes]
     finally:
@@ -171,6 +183,7 @@ def test_processes_started_by_hand_with_the_rank_variables_join(tmp_path):
             if process.poll() is None:
                 process.kill()
         lock.close()
-    for rank, (process, (stdout, stderr)) in enumerate(zip(processes, outputs)):
+    for process, (_, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr[-3000:]
-        assert f"rank {rank} of 2 local {rank}: sum 3.0" in stdout
+    assert "rank 0 of 2 local 0: sum 3.0" in outputs[0][0]
+    assert "[rank 1] rank 1 of 2 local 0: sum 3.0" in outputs[1][0]

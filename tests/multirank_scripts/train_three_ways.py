@@ -125,7 +125,9 @@ def collectives_part():
                    "allgather": hccl_ops.allgather(tf.reshape(mine, [1, 2]), SIZE),
                    "broadcast": hccl_ops.broadcast([mine], SIZE - 1)[0],
                    "reduce_scatter": hccl_ops.reduce_scatter(tf.tile(mine, [SIZE]), "sum", SIZE),
-                   "npu_allreduce": npu_allreduce(mine)}
+                   "npu_allreduce": npu_allreduce(mine),
+                   # d/d mine of sum(allreduce(mine * mine)) = 2 * mine on each rank (the gradient all-reduce)
+                   "gradient": tf.gradients(tf.reduce_sum(hccl_ops.allreduce(mine * mine, "sum")), mine)[0]}
         if SIZE > 1:
             if RANK == 0:
                 fetches["send"] = hccl_ops.send(mine * 10, 7, 1)
