@@ -1,4 +1,4 @@
-"""Multi-rank figures: hccl allreduce bandwidth between 2 ranks on localhost, and a small model's step time at 1 and 2 ranks.
+"""Multi-rank figures: allreduce bandwidth between 2 ranks on localhost, a small model's step time at 1 and 2 ranks.
 
     python benchmarks/bench_multirank.py [--steps 30]
 

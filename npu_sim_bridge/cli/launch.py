@@ -1,14 +1,14 @@
-"""`npu-sim launch --nproc N [--] script.py args...`: one `npu-sim run` process per rank, as the adapter's launch scripts.
+"""`npu-sim launch --nproc N [--] script.py args...`: one `npu-sim run` process per rank, as launch scripts start them.
 
 Each rank gets RANK_ID, RANK_SIZE, DEVICE_ID, RANK_TABLE_FILE (a generated version 1.0 rank table,
 or the one given with --rank-table) and NPU_SIM_PORT_BASE. Without --port-base the launcher takes
 the first base from NPU_SIM_PORT_BASE (default 29600) upwards, in steps of N, whose N ports are
 free and not held by another launch (a lock file per base under the temp folder, held while the
-launch runs). Every line a rank prints is prefixed `[rank R]` (stdout to stdout, stderr to
-stderr). The launch ends when every rank has ended; its status is that of the first rank to fail
-(0 when all succeed). When a rank fails, or on Ctrl-C / SIGTERM, the others get SIGTERM, then
-SIGKILL after --grace seconds, so a launch never hangs on a dead peer; each rank also dies with
-the launcher (PR_SET_PDEATHSIG on Linux).
+launch runs; per user). Ranks read no stdin. Every line a rank prints is prefixed `[rank R]`
+(stdout to stdout, stderr to stderr). The launch ends when every rank has ended; its status is
+that of the first rank to fail (0 when all succeed). When a rank fails, or on Ctrl-C / SIGTERM,
+the others get SIGTERM, then SIGKILL after --grace seconds, so a launch never hangs on a dead
+peer; each rank also dies with the launcher (PR_SET_PDEATHSIG on Linux).
 """
 
 import ctypes
@@ -25,7 +25,7 @@ import time
 
 from npu_sim_bridge.runtime.hccl import ranktable
 
-_LOCK_DIR = os.path.join(tempfile.gettempdir(), "npu_sim_ports")
+_LOCK_DIR = os.path.join(tempfile.gettempdir(), f"npu_sim_ports_{os.getuid()}")
 _PR_SET_PDEATHSIG = 1
 
 
@@ -161,8 +161,9 @@ class Launch:
         try:
             for device, rank in enumerate(self._ranks):
                 process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                    self._command, env=self._environment(rank, device), stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent)
+                    self._command, env=self._environment(rank, device), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                    preexec_fn=_die_with_parent)
                 self._processes[rank] = process
                 for stream, sink in ((process.stdout, sys.stdout), (process.stderr, sys.stderr)):
                     relay = threading.Thread(target=_relay, args=(stream, sink, f"[rank {rank}] "), daemon=True)

@@ -1,4 +1,4 @@
-"""npu_bridge.hccl.hccl_ops and hccl.manage.api in one module: collectives, groups, rank helpers, distributed optimizers.
+"""npu_bridge.hccl.hccl_ops and hccl.manage.api: collectives, groups, rank helpers, the distributed optimizers.
 
 The names live in runtime/hccl/ (see its package docstring for how ranks find each other and how
 collectives run on TensorFlow's collective ops); this module is what `npu_bridge.hccl.hccl_ops`,

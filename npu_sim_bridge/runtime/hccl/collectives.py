@@ -15,7 +15,8 @@ ops do that TensorFlow's do not is built around them:
   with a tag from rank a to rank b meets the k-th receive with that tag at b from a;
 - int8/int16/uint8 are reduced as int32 (TensorFlow's collectives lack them).
 In a group of one rank every collective is an Identity op (the input), as before multi-rank
-support. HCCL_EXEC_TIMEOUT (seconds), when set, becomes the ops' timeout.
+support. Each op times out (DeadlineExceededError) after HCCL_EXEC_TIMEOUT seconds, default 1836 as
+HCCL's, waiting for the other ranks included; 0 waits for ever.
 """
 
 import itertools
@@ -33,6 +34,7 @@ _WIDENED = (tf.int8, tf.int16, tf.uint8, tf.uint16)
 _SUPPORTED = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64)
 _GRADIENT = "NpuSimHcclAllReduce"
 EXEC_TIMEOUT_ENV = "HCCL_EXEC_TIMEOUT"
+DEFAULT_EXEC_TIMEOUT = 1836.0  # seconds, HCCL's default
 
 _instance_keys = {}  # counter name (a group key, or a send/receive channel) -> itertools.count
 _instance_lock = threading.Lock()
@@ -47,11 +49,14 @@ def _next_instance_key(counter):
 def _timeout():
     text = os.environ.get(EXEC_TIMEOUT_ENV, "").strip()
     if not text:
-        return 0.0
+        return DEFAULT_EXEC_TIMEOUT
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        raise ValueError(f"environment variable {EXEC_TIMEOUT_ENV}={text!r} is not a number of seconds") from None
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"environment variable {EXEC_TIMEOUT_ENV}={text!r} must be a number of seconds >= 0")
+    return value
 
 
 def check_reduction(reduction, allowed=tuple(REDUCTIONS)):
