@@ -154,3 +154,26 @@ def test_launch_argument_errors(tmp_path, capsys):
     script.write_text("print('hi')\n")
     assert main(["launch", str(script)]) == 2
     assert "npu-sim launch needs --nproc N" in capsys.readouterr().err
+
+
+def test_collective_timeout_comes_from_hccl_exec_timeout(monkeypatch):
+    from npu_sim_bridge.runtime.hccl import collectives
+
+    monkeypatch.delenv("HCCL_EXEC_TIMEOUT", raising=False)
+    assert collectives._timeout() == 1836.0  # pylint: disable=protected-access
+    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "30")
+    assert collectives._timeout() == 30.0  # pylint: disable=protected-access
+    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="HCCL_EXEC_TIMEOUT='soon' must be a number of seconds >= 0"):
+        collectives._timeout()  # pylint: disable=protected-access
+
+
+def test_launch_with_a_rank_table_checks_nproc_against_the_server(tmp_path, capsys):
+    table = tmp_path / "rank_table.json"
+    table.write_text(json.dumps(ranktable.make_rank_table(2)))
+    script = tmp_path / "script.py"
+    script.write_text("print('hi')\n")
+    assert main(["launch", "--rank-table", str(table), "--nproc", "3", str(script)]) == 2
+    assert "--nproc 3 but rank table" in capsys.readouterr().err
+    assert main(["launch", "--rank-table", str(table), "--server-id", "10.1.1.1", str(script)]) == 2
+    assert "has no server '10.1.1.1'; its servers are 127.0.0.1" in capsys.readouterr().err
