@@ -99,9 +99,11 @@ def test_hccl_ops_across_two_ranks(trained):
         assert result["allgather"] == [[1.0, 2.0], [2.0, 4.0]]  # in rank order
         assert result["broadcast"] == [2.0, 4.0]  # from rank 1
         assert result["npu_allreduce"] == [1.5, 3.0]  # the mean
+        assert result["group_sum"] == [3.0, 6.0]  # a created group of both ranks
     assert rank0["collectives"]["reduce_scatter"] == [3.0, 6.0]
     assert rank1["collectives"]["reduce_scatter"] == [3.0, 6.0]
     assert rank1["collectives"]["receive"] == [10.0, 20.0]
+    assert rank0["collectives"]["own_group_sum"] == [1.0, 2.0] and rank1["collectives"]["own_group_sum"] == [2.0, 4.0]
     # d/d mine of sum(allreduce(mine * mine)) = 2 * mine * allreduce(ones) = 4 * mine: the gradient all-reduces.
     assert rank0["collectives"]["gradient"] == [2 * 2 * 1.0, 2 * 2 * 2.0]
     assert rank1["collectives"]["gradient"] == [2 * 2 * 2.0, 2 * 2 * 4.0]

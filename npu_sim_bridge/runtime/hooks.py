@@ -27,11 +27,14 @@ class NPUBroadcastGlobalVariablesHook(tf.compat.v1.train.SessionRunHook):
         self._bcast_op = None
 
     def begin(self):
+        if groups.get_rank_size() == 1:
+            return  # one rank: nothing to broadcast, nothing added to the graph
         if self._bcast_op is None or self._bcast_op.graph is not tf.compat.v1.get_default_graph():
             self._bcast_op = broadcast_global_variables(self._root_rank)
 
     def after_create_session(self, session, coord):
-        session.run(self._bcast_op)
+        if self._bcast_op is not None:
+            session.run(self._bcast_op)
 
 
 class NPUCheckpointSaverHook(tf.compat.v1.train.CheckpointSaverHook):

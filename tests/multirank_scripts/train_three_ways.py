@@ -128,6 +128,10 @@ def collectives_part():
                    "npu_allreduce": npu_allreduce(mine),
                    # d/d mine of sum(allreduce(mine * mine)) = 2 * mine on each rank (the gradient all-reduce)
                    "gradient": tf.gradients(tf.reduce_sum(hccl_ops.allreduce(mine * mine, "sum")), mine)[0]}
+        create_group("everyone", SIZE, list(range(SIZE)))
+        create_group("myself", 1, [RANK])
+        fetches["group_sum"] = hccl_ops.allreduce(mine, "sum", group="everyone")
+        fetches["own_group_sum"] = hccl_ops.allreduce(mine, "sum", group="myself")
         if SIZE > 1:
             if RANK == 0:
                 fetches["send"] = hccl_ops.send(mine * 10, 7, 1)
