@@ -6,9 +6,11 @@ do several things per launch; every wait is bounded by a timeout.
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -128,16 +130,27 @@ def test_ctrl_c_stops_every_rank(tmp_path):
     script.write_text("import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(600)\n")
     launcher = subprocess.Popen([sys.executable, "-m", "npu_sim_bridge", "launch", "--nproc", "2", str(script)],
                                 env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    errors = []
+    readers = [threading.Thread(target=lambda stream=stream, sink=sink: [sink(line) for line in stream], daemon=True)
+               for stream, sink in ((launcher.stdout, lines.put), (launcher.stderr, errors.append))]
+    for reader in readers:
+        reader.start()
     try:
         pids = []
         deadline = time.monotonic() + 120
         while len(pids) < 2 and time.monotonic() < deadline:
-            line = launcher.stdout.readline()
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
             if line.startswith("[rank ") and " pid " in line:
                 pids.append(int(line.split()[-1]))
         assert len(pids) == 2, "the ranks did not start"
         launcher.send_signal(signal.SIGINT)
-        _, stderr = launcher.communicate(timeout=30)
+        launcher.wait(timeout=30)
+        readers[1].join(timeout=10)  # the launcher's last lines
+        stderr = "".join(errors)
     finally:
         if launcher.poll() is None:
             launcher.kill()
