@@ -102,6 +102,7 @@ def test_hccl_ops_across_two_ranks(trained):
         assert result["broadcast"] == [2.0, 4.0]  # from rank 1
         assert result["npu_allreduce"] == [1.5, 3.0]  # the mean
         assert result["group_sum"] == [3.0, 6.0]  # a created group of both ranks
+        assert result["sparse_mean"] == [[0.5, 0.5], [0.5, 0.5]]  # each rank's row, gathered and averaged
     assert rank0["collectives"]["reduce_scatter"] == [3.0, 6.0]
     assert rank1["collectives"]["reduce_scatter"] == [3.0, 6.0]
     assert rank1["collectives"]["receive"] == [10.0, 20.0]
@@ -111,6 +112,7 @@ def test_hccl_ops_across_two_ranks(trained):
     assert rank1["collectives"]["gradient"] == [2 * 2 * 2.0, 2 * 2 * 4.0]
     # One rank: every collective gives its input.
     assert single["collectives"]["sum"] == single["collectives"]["allgather"][0] == [1.0, 2.0]
+    assert single["collectives"]["sparse_mean"] == [[1.0, 1.0]]
 
 
 def test_launch_prefixes_each_line_with_its_rank(trained):

@@ -8,7 +8,9 @@ A simulated module is the npu_sim_bridge module itself (`npu_bridge.npu_init is
 npu_sim_bridge.npu_init`), so classes are the same objects on both names; a real module whose
 names live in several npu_sim_bridge modules becomes a module holding all of them. Importing a
 part of npu_bridge the simulation lacks raises ModuleNotFoundError naming what it has. Any
-`npu_bridge` import also turns TF1 graph mode on (graph_mode.py), as npu_bridge ran on TF 1.15.
+`npu_bridge` import also turns TF1 graph mode on (graph_mode.py), as npu_bridge ran on TF 1.15,
+and with RANK_SIZE > 1 any `npu_bridge` or `hccl` import routes Sessions to the rank's server
+(runtime/hccl/cluster.py).
 """
 
 import contextlib
@@ -82,6 +84,10 @@ class _AliasLoader(importlib.abc.Loader):
             from npu_sim_bridge.runtime.graph_mode import enter_tf1_graph_mode
 
             enter_tf1_graph_mode()
+        if name in ("npu_bridge", "hccl"):
+            from npu_sim_bridge.runtime.hccl.cluster import route_sessions
+
+            route_sessions()  # RANK_SIZE > 1: Sessions run on this rank's TensorFlow server (runtime/hccl)
         if name in PACKAGES:
             module.__doc__ = f"{name}, simulated by npu_sim_bridge (install_alias)."
             return

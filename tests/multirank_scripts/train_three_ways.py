@@ -128,6 +128,9 @@ def collectives_part():
                    "npu_allreduce": npu_allreduce(mine),
                    # d/d mine of sum(allreduce(mine * mine)) = 2 * mine on each rank (the gradient all-reduce)
                    "gradient": tf.gradients(tf.reduce_sum(hccl_ops.allreduce(mine * mine, "sum")), mine)[0]}
+        table = tf.get_variable("table", initializer=tf.zeros([SIZE, 2]))
+        sparse = tf.gradients(tf.reduce_sum(tf.gather(table, [RANK])), table)[0]  # IndexedSlices: row RANK
+        fetches["sparse_mean"] = tf.convert_to_tensor(npu_allreduce(sparse))  # all-gathered, / SIZE
         create_group("everyone", SIZE, list(range(SIZE)))
         create_group("myself", 1, [RANK])
         fetches["group_sum"] = hccl_ops.allreduce(mine, "sum", group="everyone")
@@ -138,6 +141,7 @@ def collectives_part():
             elif RANK == 1:
                 fetches["receive"] = hccl_ops.receive([2], tf.float32, 7, 0)
         with tf.Session(config=npu_config_proto()) as sess:
+            sess.run(tf.global_variables_initializer())
             values = sess.run(fetches)
         values.pop("send", None)
         results["collectives"] = {name: np.asarray(value).tolist() for name, value in values.items()}

@@ -9,11 +9,14 @@ config's `device_filters` limited to this task (so every op and variable stays i
 same group leader.
 
 Once `route_sessions()` has been called in a process with RANK_SIZE > 1 (importing npu_init or an
-npu_bridge/hccl module through the alias does it, and so does building an hccl op), every
-Session created with an empty target (tf.Session, MonitoredTrainingSession / Estimator, Keras)
-gets that target and config, whatever the config it was given. The server is started by the first
-such Session, which then waits (HCCL_CONNECT_TIMEOUT seconds, default 120) until every other rank's
-server accepts connections. With RANK_SIZE 1 nothing here runs.
+npu_bridge/hccl module through the alias does it, and so do npu_config_proto and building an hccl
+op), every Session created with an empty target (tf.Session, MonitoredTrainingSession / Estimator,
+Keras) gets that target and config, whatever the config it was given: the patch is on
+BaseSession.__init__, below the opt-in NpuOptimizer patch of session.py, so both can be on. The
+server is started by the first such Session, which then waits (HCCL_CONNECT_TIMEOUT seconds,
+default 120) until every other rank's server accepts connections. With RANK_SIZE 1 nothing here
+runs. A rank's collectives finish only once their data has been taken by the peers, so a rank that
+is done may exit without a closing barrier.
 """
 
 import os
