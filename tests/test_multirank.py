@@ -16,6 +16,7 @@ from npu_sim_bridge.runtime.hccl import cluster, groups, ranktable
 def ranks_fixture():
     """Pretend to be a rank of a bigger job (nothing is started); restores the real environment after."""
     def pretend(**environ):
+        util.global_dict_init()  # forget what an init_resource of another test recorded
         cluster.reset_for_tests({key: str(value) for key, value in environ.items()})
         return cluster.info()
 
