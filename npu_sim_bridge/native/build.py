@@ -7,6 +7,11 @@ the adapter's Gelu and FastGelu ops and their gradients) with `tf.load_op_librar
 which also gives their Python wrappers.
 
 Cache location: $NPU_SIM_CACHE_DIR, else $XDG_CACHE_HOME/npu_sim_bridge, else ~/.cache/npu_sim_bridge.
+
+Next to the library a record (`<library>.record`, JSON: size and SHA-256) is written when it is
+built. The library is loaded only when it matches the record: a truncated file (which the
+dynamic loader would map and crash on with SIGBUS) or a foreign one is rebuilt, with a warning
+saying why.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
+import logging
 import os
 import shutil
 import stat
@@ -30,6 +37,9 @@ SOURCE = os.path.join(_HERE, "npu_optimizer.cc")
 LIBRARY_NAME = "libnpu_sim_optimizer.so"
 OPS_SOURCE = os.path.join(_HERE, "npu_ops.cc")
 OPS_LIBRARY_NAME = "libnpu_sim_ops.so"
+RECORD_SUFFIX = ".record"
+
+logger = logging.getLogger("npu_sim_bridge")
 
 _load_lock = threading.Lock()
 _loaded_path: str | None = None
@@ -90,9 +100,35 @@ def shim_path(source: str = SOURCE, library: str = LIBRARY_NAME) -> str:
 
 
 def _ensure_private_dir(path: str) -> None:
-    """Create `path` (under the cache root) as 0700; refuse directories other users can write."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    """Create `path` (under the cache root) as 0700; refuse directories other users can write.
+
+    Each missing level is created 0700 whatever the umask (os.makedirs would give the parents the
+    umask's mode, e.g. group-writable under umask 002, and the check below would then refuse them).
+    """
     root = cache_root()
+    missing = []
+    probe = path
+    while not os.path.isdir(probe):
+        if os.path.lexists(probe):
+            raise NativeBuildError(
+                f"the shim cache path {probe} exists but is not a directory; remove it or set NPU_SIM_CACHE_DIR "
+                "to a directory of your own")
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+            os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask; make it exactly private
+        except FileExistsError:
+            pass  # created meanwhile by a concurrent first import
+        except OSError as err:
+            raise NativeBuildError(
+                f"cannot create the shim cache directory {directory} ({err.strerror}); set NPU_SIM_CACHE_DIR "
+                "(or XDG_CACHE_HOME) to a directory you can write, or NPU_SIM_SKIP_NATIVE=1 to use only the "
+                "offline API and CLI") from None
     probe = path
     while True:
         info = os.stat(probe)
@@ -108,6 +144,38 @@ def _ensure_private_dir(path: str) -> None:
         if probe == root or os.path.dirname(probe) == probe:
             break
         probe = os.path.dirname(probe)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise NativeBuildError(
+            f"the shim cache directory {path} is not writable; run `chmod u+rwx {path}` or set "
+            "NPU_SIM_CACHE_DIR to a directory you can write")
+
+
+def _file_record(path: str) -> dict:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def verify(path: str) -> str | None:
+    """Why the cached library at `path` must not be loaded (missing, no record, size or hash differ), or None."""
+    if not os.path.exists(path):
+        return "it is not built yet"
+    try:
+        with open(path + RECORD_SUFFIX, encoding="utf-8") as handle:
+            expected = json.load(handle)
+        expected = {"size": int(expected["size"]), "sha256": str(expected["sha256"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"its build record {path + RECORD_SUFFIX} is missing or unreadable"
+    actual = _file_record(path)
+    if actual["size"] != expected["size"]:
+        return f"it has {actual['size']} bytes where its build wrote {expected['size']} (truncated or replaced)"
+    if actual["sha256"] != expected["sha256"]:
+        return "its SHA-256 differs from the one its build recorded (the file was replaced or corrupted)"
+    return None
 
 
 @contextlib.contextmanager
@@ -126,8 +194,11 @@ def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME
     directory = os.path.dirname(target)
     _ensure_private_dir(directory)
     with _build_lock(directory):
-        if os.path.exists(target) and not force:
+        problem = None if force else verify(target)
+        if not force and problem is None:
             return target
+        if problem is not None and os.path.exists(target):
+            logger.warning("npu_sim_bridge: rebuilding the native library %s: %s", target, problem)
         compiler = _compiler()
         compile_flags, link_flags = _build_flags()
         fd, partial = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=directory)
@@ -141,7 +212,11 @@ def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME
                 f"building {os.path.basename(source)} failed:\n  " + " ".join(command) + "\n"
                 + completed.stderr[-4000:])
         os.chmod(partial, 0o600)
+        record = _file_record(partial)
+        with open(partial + RECORD_SUFFIX, "w", encoding="utf-8") as handle:
+            json.dump(record, handle)
         os.replace(partial, target)
+        os.replace(partial + RECORD_SUFFIX, target + RECORD_SUFFIX)
     return target
 
 

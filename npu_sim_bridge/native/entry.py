@@ -8,48 +8,139 @@ on. `sess.run` then raises InvalidArgumentError carrying the text.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 
 from tensorflow.core.framework import attr_value_pb2, graph_pb2, tensor_pb2, types_pb2
 from tensorflow.core.protobuf import rewriter_config_pb2
 
-from npu_sim_bridge.errors import NpuSimError
+from npu_sim_bridge.errors import ConfigError, NpuSimError
 from npu_sim_bridge.graph.names import node_name
 
 logger = logging.getLogger("npu_sim_bridge")
 
 ERROR_SCOPE = "npu_sim_error"
 ERROR_PREFIX = "NpuOptimizer: "
+NPU_OPTIMIZER = "NpuOptimizer"
+# Which NpuOptimizer options rewrote a graph: a digest on the graph's first node, so that a second
+# custom_optimizers entry with other options is told apart from Grappler's second iteration.
+OPTIONS_ATTR = "_npu_sim_options"
+# What the run says when even the error graph cannot be built: ASCII only, nothing computed.
+FALLBACK_MESSAGE = (ERROR_PREFIX + "the rewrite failed and its error could not be turned into a message "
+                    "(see the log); the graph is not run")
 _RESULT_OPS = frozenset({"_Retval", "_DeviceRetval"})
+
+_failures_lock = threading.Lock()
+_failures: list[str] = []
+
+
+def recent_failures() -> list[str]:
+    """Messages of the graphs this process's NpuOptimizer turned into failing graphs (at most 64)."""
+    with _failures_lock:
+        return list(_failures)
 
 
 def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str],
              preserve: list[str], config_bytes: bytes) -> bytes:
-    """Rewrite one Grappler item; never raises (errors become a failing graph)."""
-    graph_def = graph_pb2.GraphDef.FromString(graph_bytes)
-    if any(node.name.startswith(ERROR_SCOPE + "/") for node in graph_def.node):
-        return graph_bytes  # already turned into an error graph by the first iteration
+    """Rewrite one Grappler item; never raises (errors become a failing graph).
+
+    Only if even the failing graph cannot be built does an exception reach the shim, which then
+    returns its own failing graph: Grappler must never run the original graph after an error.
+    """
+    graph_def = None
+    try:
+        graph_def = graph_pb2.GraphDef.FromString(graph_bytes)
+        if any(node.name.startswith(ERROR_SCOPE + "/") for node in graph_def.node):
+            return graph_bytes  # already turned into an error graph by the first iteration
+        message = _rewrite_or_message(item_id, graph_def, fetch, feed, preserve, config_bytes)
+        if isinstance(message, bytes):
+            return message
+    except KeyboardInterrupt:
+        _remember_failure(f"{ERROR_PREFIX}interrupted while rewriting graph {item_id}")
+        raise  # the shim fails the graph and raises the interrupt again once Python runs
+    except BaseException as err:  # noqa: BLE001 - MemoryError, SystemExit, a bug: the run must still fail
+        message = _internal_error(item_id, err)
+    _remember_failure(message)
+    if graph_def is None:  # the bytes did not parse: the shim builds the failing graph from its own copy
+        raise RuntimeError(message)
+    try:
+        return failing_graph(graph_def, fetch, message).SerializeToString()
+    except Exception:  # noqa: BLE001 - the message itself may be what fails; the fixed one cannot
+        logger.exception("NpuOptimizer could not build the error graph of %s", item_id)
+        return failing_graph(graph_def, fetch, FALLBACK_MESSAGE).SerializeToString()
+
+
+def _rewrite_or_message(item_id, graph_def, fetch, feed, preserve, config_bytes) -> bytes | str:
+    """The rewritten graph's bytes, or the message the failing graph must carry."""
     try:
         from npu_sim_bridge.config import parse_parameter_map
         from npu_sim_bridge.passes import ItemInfo, run_pipeline
         from npu_sim_bridge.passes.pipeline import covered_by_caller
 
         config = rewriter_config_pb2.RewriterConfig.CustomGraphOptimizer.FromString(config_bytes)
+        _check_name(config.name)
         options = parse_parameter_map(config.parameter_map)
+        digest = _options_digest(config)
+        _check_single_entry(graph_def, digest)
         item = ItemInfo(id=item_id, fetch=tuple(fetch), feed=tuple(feed),
                         preserve=frozenset(preserve), is_function=_is_function_item(item_id, graph_def))
         if covered_by_caller(graph_def, item):
             logger.debug("NpuOptimizer: function %s was rewritten with its caller", item_id)
-            return graph_bytes
-        return run_pipeline(graph_def, options, item).graph_def.SerializeToString()
+            return graph_def.SerializeToString()
+        rewritten = run_pipeline(graph_def, options, item).graph_def
+        if rewritten.node:
+            rewritten.node[0].attr[OPTIONS_ATTR].s = digest.encode("ascii")
+        return rewritten.SerializeToString()
     except NpuSimError as err:
         message = ERROR_PREFIX + str(err)
         logger.error("%s", message)
+        return message
+    except KeyboardInterrupt:
+        raise
     except Exception as err:  # noqa: BLE001 - a bug must still reach the user, never be skipped
-        logger.exception("NpuOptimizer internal error on graph %s", item_id)
-        message = (f"{ERROR_PREFIX}internal error {type(err).__name__}: {err} "
-                   "(this is a bug in npu_sim_bridge; please report it with the graph)")
-    return failing_graph(graph_def, fetch, message).SerializeToString()
+        return _internal_error(item_id, err)
+
+
+def _check_name(name: str) -> None:
+    if name != NPU_OPTIMIZER:
+        raise ConfigError(
+            f"the custom optimizer is named {name!r}, which TensorFlow would silently ignore and run the "
+            f"graph unrewritten; the name is case-sensitive: set custom_op.name = \"{NPU_OPTIMIZER}\"")
+
+
+def _options_digest(config) -> str:
+    items = sorted((key, value.SerializeToString(deterministic=True))
+                   for key, value in config.parameter_map.items())
+    digest = hashlib.sha256()
+    for key, value in items:
+        digest.update(key.encode("utf-8") + b"\0" + value + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _check_single_entry(graph_def, digest: str) -> None:
+    for node in graph_def.node:
+        earlier = node.attr.get(OPTIONS_ATTR)
+        if earlier is not None and earlier.s.decode("ascii", "replace") != digest:
+            raise ConfigError(
+                "this graph was already rewritten by another NpuOptimizer entry with different options: the "
+                "ConfigProto names NpuOptimizer more than once in graph_options.rewrite_options.custom_optimizers, "
+                "and TensorFlow runs each entry on the graph in turn; keep one NpuOptimizer entry with all options")
+
+
+def _internal_error(item_id: str, err: BaseException) -> str:
+    try:
+        logger.error("NpuOptimizer internal error on graph %s", item_id, exc_info=err)
+        return (f"{ERROR_PREFIX}internal error {type(err).__name__}: {err} "
+                "(this is a bug in npu_sim_bridge; please report it with the graph)")
+    except Exception:  # noqa: BLE001 - an exception whose text cannot be made
+        return FALLBACK_MESSAGE
+
+
+def _remember_failure(message: str) -> None:
+    with _failures_lock:
+        _failures.append(message)
+        del _failures[:-64]
 
 
 def _is_function_item(item_id: str, graph_def: graph_pb2.GraphDef) -> bool:
@@ -68,7 +159,7 @@ def failing_graph(graph_def: graph_pb2.GraphDef, fetch: list[str], message: str)
     text = failed.node.add(name=f"{ERROR_SCOPE}/message", op="Const")
     text.attr["dtype"].type = types_pb2.DT_STRING
     text.attr["value"].tensor.CopyFrom(tensor_pb2.TensorProto(
-        dtype=types_pb2.DT_STRING, string_val=[message.encode("utf-8")]))
+        dtype=types_pb2.DT_STRING, string_val=[message.encode("utf-8", "backslashreplace")]))
     condition = failed.node.add(name=f"{ERROR_SCOPE}/condition", op="Const")
     condition.attr["dtype"].type = types_pb2.DT_BOOL
     condition.attr["value"].tensor.CopyFrom(tensor_pb2.TensorProto(

@@ -8,13 +8,26 @@
 //       -> bytes of the rewritten GraphDef
 //
 // All decisions live in Python. This file only serializes, calls and parses.
+//
+// One exception, because Grappler runs the original graph when an optimizer returns an error
+// status: if the Python call itself fails (the entry could not even build its error graph), the
+// shim returns the graph plus an Assert with a fixed ASCII message that every fetched node waits
+// on, so the run fails instead of silently running unrewritten.
+//
+// The same class is also registered under common misspellings of the name (NPUOptimizer, ...);
+// Grappler ignores a custom optimizer name nobody registered, so without these a typo would run
+// the plain graph. The entry reads the name from the config and turns it into a clear error.
 
 #include <Python.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensorflow/core/framework/graph.pb.h"
+#include "tensorflow/core/framework/node_def.pb.h"
+#include "tensorflow/core/framework/tensor.pb.h"
+#include "tensorflow/core/framework/types.pb.h"
 #include "tensorflow/core/grappler/grappler_item.h"
 #include "tensorflow/core/grappler/optimizers/custom_graph_optimizer.h"
 #include "tensorflow/core/grappler/optimizers/custom_graph_optimizer_registry.h"
@@ -92,6 +105,53 @@ PyObject* ToPyList(const std::vector<std::string>& names) {
   return list;
 }
 
+// The graph plus Assert(false, message) that every fetched node waits on; no other decision.
+void FailingGraph(const GrapplerItem& item, const std::string& message, GraphDef* out) {
+  *out = item.graph;
+  std::string device;
+  for (const auto& node : item.graph.node()) {
+    if (!node.device().empty()) {
+      device = node.device();
+      break;
+    }
+  }
+  auto* text = out->add_node();
+  text->set_name("npu_sim_error/shim_message");
+  text->set_op("Const");
+  text->set_device(device);
+  (*text->mutable_attr())["dtype"].set_type(tensorflow::DT_STRING);
+  auto* text_value = (*text->mutable_attr())["value"].mutable_tensor();
+  text_value->set_dtype(tensorflow::DT_STRING);
+  text_value->add_string_val(message);
+  auto* condition = out->add_node();
+  condition->set_name("npu_sim_error/shim_condition");
+  condition->set_op("Const");
+  condition->set_device(device);
+  (*condition->mutable_attr())["dtype"].set_type(tensorflow::DT_BOOL);
+  auto* condition_value = (*condition->mutable_attr())["value"].mutable_tensor();
+  condition_value->set_dtype(tensorflow::DT_BOOL);
+  condition_value->add_bool_val(false);
+  auto* check = out->add_node();
+  check->set_name("npu_sim_error/shim_assert");
+  check->set_op("Assert");
+  check->set_device(device);
+  check->add_input(condition->name());
+  check->add_input(text->name());
+  (*check->mutable_attr())["T"].mutable_list()->add_type(tensorflow::DT_STRING);
+  (*check->mutable_attr())["summarize"].set_i(1);
+  std::vector<std::string> targets;
+  for (const auto& fetched : item.fetch) {
+    targets.push_back(fetched.substr(0, fetched.find(':')));
+  }
+  const int count = out->node_size() - 3;
+  for (int i = 0; i < count; ++i) {
+    auto* node = out->mutable_node(i);
+    bool target = targets.empty();
+    for (const auto& name : targets) target = target || node->name() == name;
+    if (target) node->add_input("^npu_sim_error/shim_assert");
+  }
+}
+
 PyObject* ToPyBytes(const std::string& data) {
   return PyBytes_FromStringAndSize(data.data(),
                                    static_cast<Py_ssize_t>(data.size()));
@@ -99,7 +159,9 @@ PyObject* ToPyBytes(const std::string& data) {
 
 class NpuOptimizer : public CustomGraphOptimizer {
  public:
-  std::string name() const override { return "NpuOptimizer"; }
+  explicit NpuOptimizer(std::string name) : name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
 
   bool UsesFunctionLibrary() const override { return true; }
 
@@ -114,6 +176,19 @@ class NpuOptimizer : public CustomGraphOptimizer {
 
   Status Optimize(Cluster* /*cluster*/, const GrapplerItem& item,
                   GraphDef* optimized_graph) override {
+    Status status = CallEntry(item, optimized_graph);
+    if (!status.ok()) {
+      FailingGraph(item,
+                   "NpuOptimizer could not rewrite this graph, so it is not run "
+                   "(the details are in the log above). " +
+                       std::string(status.message()),
+                   optimized_graph);
+    }
+    return Status();
+  }
+
+ private:
+  Status CallEntry(const GrapplerItem& item, GraphDef* optimized_graph) {
     std::string graph_bytes;
     if (!item.graph.SerializeToString(&graph_bytes)) {
       return tensorflow::errors::Internal(
@@ -158,6 +233,16 @@ class NpuOptimizer : public CustomGraphOptimizer {
             FetchPythonError());
       }
       PyRef returned(PyObject_CallObject(function.get(), args.get()));
+      if (!returned && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+        // Ctrl-C: this graph fails, and the interrupt is raised again where
+        // Python runs next, so the program stops as the user asked.
+        PyErr_Clear();
+        PyErr_SetInterrupt();
+        return tensorflow::errors::Cancelled(
+            "NpuOptimizer: interrupted (KeyboardInterrupt) while rewriting "
+            "graph ",
+            item.id);
+      }
       if (!returned) {
         return tensorflow::errors::Internal("NpuOptimizer: ", kEntryModule,
                                             ".", kEntryFunction, " failed: ",
@@ -180,11 +265,26 @@ class NpuOptimizer : public CustomGraphOptimizer {
     return Status();
   }
 
- private:
+  std::string name_;
   std::string config_bytes_;
 };
 
-REGISTER_GRAPH_OPTIMIZER_AS(NpuOptimizer, "NpuOptimizer");
+// The real name, then misspellings seen in migrated scripts: the entry answers each of those with an
+// error naming the right name.
+constexpr const char* kRegisteredNames[] = {
+    "NpuOptimizer", "NPUOptimizer", "npuoptimizer",  "NPUOPTIMIZER", "Npuoptimizer",
+    "NpuOptimiser", "NPUOptimiser", "npu_optimizer", "NPU_Optimizer"};
+
+struct Registrations {
+  Registrations() {
+    for (const char* name : kRegisteredNames) {
+      const std::string registered(name);
+      tensorflow::grappler::CustomGraphOptimizerRegistry::RegisterOptimizerOrDie(
+          [registered]() { return new NpuOptimizer(registered); }, registered);
+    }
+  }
+};
+const Registrations registrations;
 
 }  // namespace
 }  // namespace npu_sim_bridge
