@@ -132,7 +132,7 @@ def test_contradictions_are_errors(library, text, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('{"black-list": {"to-add": ["Relu"],}}', r"is not valid JSON: .* at line 1, column \d+"),
+    ('{"black-list": {"to-add": ["Relu" "Exp"]}}', r"is not valid JSON: .* at line 1, column \d+"),
     ('{\n  "black-list": {\n    "to-add": ["Relu"\n  }\n}', r"not valid JSON: .* at line 4, column 3"),
     ('["Relu"]', "must hold a JSON object"),
     ('{"black_list": {"to-add": ["Relu"]}}', "unknown section 'black_list' \\(did you mean 'black-list'\\?\\)"),

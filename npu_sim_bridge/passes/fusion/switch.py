@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import warnings
 
 from npu_sim_bridge.config import jsonfile
@@ -77,6 +76,7 @@ class FusionSwitch:
     def check_names(self, rules) -> None:
         """Warn about entries that name no rule of their section (simulated or known), or an unswitchable one."""
         by_name = {rule.name: rule for rule in rules}
+        unknown = 0
         for section, entries in self.sections.items():
             for name, on in entries.items():
                 if name == ALL:
@@ -85,20 +85,31 @@ class FusionSwitch:
                 if rule is None:
                     if name in KNOWN_NOT_SIMULATED:
                         continue
+                    unknown += 1
+                    if unknown > _DETAILED_UNKNOWN:
+                        continue
                     self._warn(f"fusion_switch_file {self.path!r}: {section} names {name!r}, which is not a fusion "
                                f"rule the simulator knows; it is ignored{_close(name, by_name)} "
                                "(`npu-sim fusion-rules` lists the rules)")
-                elif rule.kind != section:
+                    continue
+                if rule.kind != section:
                     self._warn(f"fusion_switch_file {self.path!r}: {name} is a {rule.kind} rule but is listed under "
                                f"{section}; it is ignored there, move it to {rule.kind}")
                 elif not on and not rule.can_disable:
                     self._warn(f"fusion_switch_file {self.path!r}: {name} cannot be switched off (the NPU's graph "
                                "engine always applies it); it stays on")
+        if unknown > _DETAILED_UNKNOWN:
+            self._warn(f"fusion_switch_file {self.path!r}: {unknown - _DETAILED_UNKNOWN} more names are not fusion "
+                       "rules the simulator knows and are ignored")
 
     def _warn(self, text: str) -> None:
         if text not in self.warnings:
             self.warnings.append(text)
             warnings.warn(text, FusionSwitchWarning, stacklevel=3)
+
+
+# Unknown rule names warned one by one (with a "did you mean"); the rest are counted in one warning.
+_DETAILED_UNKNOWN = 20
 
 
 def _word(on: bool) -> str:
@@ -108,11 +119,6 @@ def _word(on: bool) -> str:
 def _close(name, choices) -> str:
     match = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.7)
     return f" (did you mean {match[0]!r}?)" if match else ""
-
-
-def lenient_json_text(text: str, path: str) -> str:
-    """`text` with comments and trailing commas blanked out; lines and columns of the rest unchanged."""
-    return jsonfile.strip_trailing_commas(jsonfile.strip_comments(text, f"fusion_switch_file {path!r}"))
 
 
 def load_switch(path: str | None) -> FusionSwitch:
@@ -125,12 +131,7 @@ def load_switch(path: str | None) -> FusionSwitch:
 
 def parse_switch(text: str, path: str = "<string>") -> FusionSwitch:
     """Parse the text of a fusion_switch_file (see the module docstring)."""
-    try:
-        data = json.loads(lenient_json_text(text, path))
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"fusion_switch_file {path!r} is not valid JSON: {err.msg} at line {err.lineno}, "
-                          f"column {err.colno}; fix the file (comments and trailing commas are allowed), "
-                          f"for example {EXAMPLE}") from None
+    data = jsonfile.parse_option_json(text, f"fusion_switch_file {path!r}", EXAMPLE)
     if not isinstance(data, dict) or SWITCH not in data:
         raise ConfigError(f"fusion_switch_file {path!r} must hold an object with a \"Switch\" key, e.g. {EXAMPLE}")
     extra = sorted(set(data) - {SWITCH})

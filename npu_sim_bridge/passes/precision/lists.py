@@ -1,6 +1,6 @@
 """The effective white/black/gray lists: the operator library's flags with a modify_mixlist file applied.
 
-The file (seed 000) is JSON, with // and /* */ comments allowed:
+The file (seed 000) is JSON, read by config.jsonfile (comments and trailing commas allowed):
     {"black-list": {"to-add": [...], "to-remove": [...]},
      "white-list": {"to-add": [...], "to-remove": [...]}}
 Rules, per op type:
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import warnings
 
 from npu_sim_bridge.config import jsonfile
@@ -35,6 +34,10 @@ WHITE, BLACK, GRAY = "white", "black", "gray"
 _SECTION_COLOUR = {BLACK_LIST: BLACK, WHITE_LIST: WHITE}
 
 EXAMPLE = '{"black-list": {"to-add": ["Log"]}, "white-list": {"to-remove": ["Conv2D"]}}'
+
+# Unknown names warned one by one (with a "did you mean"); the rest are counted in one warning.
+_DETAILED_UNKNOWN = 20
+
 
 class MixlistWarning(UserWarning):
     """A modify_mixlist entry that is ignored (unknown op name, removal from a list the op is not in)."""
@@ -56,18 +59,6 @@ class Mixlist:
         return self.entries.get((section, action), ())
 
 
-def _reject_duplicates(path):
-    def hook(pairs):
-        seen = {}
-        for key, value in pairs:
-            if key in seen:
-                raise ConfigError(f"modify_mixlist file {path!r}: key {key!r} appears twice in one object; "
-                                  "merge the two entries")
-            seen[key] = value
-        return seen
-    return hook
-
-
 def load_mixlist(path: str) -> Mixlist:
     """Read and check a modify_mixlist file; raises ConfigError naming the file on any problem."""
     text = jsonfile.read_option_file(path, "modify_mixlist file", EXAMPLE)
@@ -76,11 +67,7 @@ def load_mixlist(path: str) -> Mixlist:
 
 def parse_mixlist(text: str, path: str = "<string>") -> Mixlist:
     """Parse the text of a modify_mixlist file (see the module docstring for the format)."""
-    try:
-        data = json.loads(strip_comments(text, path), object_pairs_hook=_reject_duplicates(path))
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"modify_mixlist file {path!r} is not valid JSON: {err.msg} at line {err.lineno}, "
-                          f"column {err.colno}; fix the file (// and /* */ comments are allowed)") from None
+    data = jsonfile.parse_option_json(text, f"modify_mixlist file {path!r}", EXAMPLE)
     if not isinstance(data, dict):
         raise ConfigError(f"modify_mixlist file {path!r} must hold a JSON object with \"black-list\" and/or "
                           f"\"white-list\", got a {_json_kind(data)}; for example {EXAMPLE}")
@@ -133,6 +120,7 @@ class EffectiveLists:
         self.library = library
         self.mixlist = mixlist
         self.warnings: list[str] = []
+        self._warned: set[str] = set()
         self._overrides: dict[str, Entry] = {}
         self._cache: dict[str, Entry] = {}
         if mixlist is not None:
@@ -160,17 +148,26 @@ class EffectiveLists:
     def _apply(self, mixlist: Mixlist) -> None:
         path = mixlist.path
         wanted: dict[str, dict[tuple[str, str], str]] = {}
+        unknown: list[str] = []
         for section in SECTIONS:
             for action in ACTIONS:
                 for name in mixlist.names(section, action):
                     types = self.library.resolve_all(name)
+                    if not types and len(unknown) >= _DETAILED_UNKNOWN:
+                        unknown.append(name)
+                        continue
                     if not types:
+                        unknown.append(name)
                         self._warn(f"modify_mixlist file {path!r}: {section} {action} names {name!r}, which is "
                                    f"not a TensorFlow or Ascend IR op type the operator library knows; it is "
                                    f"ignored{self._suggest(name)}")
                         continue
                     for tf_type in types:
                         wanted.setdefault(tf_type, {})[(section, action)] = name
+        if len(unknown) > _DETAILED_UNKNOWN:
+            rest = unknown[_DETAILED_UNKNOWN:]
+            self._warn(f"modify_mixlist file {path!r}: {len(rest)} more names are not op types the operator library "
+                       f"knows and are ignored ({', '.join(map(repr, rest[:5]))}, ...)")
         for tf_type in sorted(wanted):
             self._decide(tf_type, wanted[tf_type], path)
 
@@ -214,7 +211,8 @@ class EffectiveLists:
         return f" (did you mean {match[0]!r}?)" if match else ""
 
     def _warn(self, text: str) -> None:
-        if text not in self.warnings:
+        if text not in self._warned:
+            self._warned.add(text)
             self.warnings.append(text)
             warnings.warn(text, MixlistWarning, stacklevel=2)
 
