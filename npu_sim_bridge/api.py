@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.io import load_graph
+from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.passes import ItemInfo, PipelineResult, run_pipeline
 
 
@@ -16,7 +18,10 @@ def rewrite(graph: Any, options: Any = None, fetches: Iterable[str] | None = Non
     options: a dict of parameter_map keys ({"precision_mode": "allow_mix_precision"}), a
              ConfigProto whose custom optimizers include NpuOptimizer, or None for defaults.
     fetches: tensor or node names the caller will fetch; they keep their names and dtypes.
-             Defaults to a MetaGraph's train_op collection and signature outputs.
+             Defaults to a MetaGraph's train_op collection and signature outputs; a graph
+             with neither keeps every output (every node nothing consumes) by its name, so
+             nothing the graph computed becomes unreachable. A name that is no node of the
+             graph is an error.
 
     Returns a PipelineResult (`graph_def, report = rewrite(...)` unpacks it). Raises the
     npu_sim_bridge error that explains any problem.
@@ -28,5 +33,22 @@ def rewrite(graph: Any, options: Any = None, fetches: Iterable[str] | None = Non
     if parsed is None:
         parsed = from_any(None)
     fetch = tuple(fetches) if fetches is not None else tuple(default_fetches)
-    item = ItemInfo(id="offline", fetch=fetch, preserve=frozenset())
+    _check_fetches(graph_def, fetch)
+    preserve = frozenset() if fetch else graph_outputs(graph_def)
+    item = ItemInfo(id="offline", fetch=fetch, preserve=preserve)
     return run_pipeline(graph_def, parsed, item)
+
+
+def graph_outputs(graph_def) -> frozenset[str]:
+    """The nodes no other node consumes (by data or control edge): what a caller of the graph can fetch."""
+    consumed = {node_name(name) for node in graph_def.node for name in node.input}
+    return frozenset(node.name for node in graph_def.node if node.name not in consumed)
+
+
+def _check_fetches(graph_def, fetch) -> None:
+    names = {node.name for node in graph_def.node}
+    missing = [name for name in fetch if node_name(name) not in names]
+    if missing:
+        outputs = sorted(graph_outputs(graph_def))[:5]
+        raise ConfigError(f"fetch {missing[0]!r} names no node of the graph; fetch a node or tensor it has "
+                          f"(its outputs include: {', '.join(outputs) or 'none'})")

@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+from npu_sim_bridge.cli.errors import UsageError, finite_number, step_number
+
 
 def cmd_fusion_rules(args) -> int:
     from npu_sim_bridge.passes.fusion import describe_rules
@@ -32,19 +34,21 @@ def cmd_fusion_rules(args) -> int:
 def cmd_compare(args) -> int:
     from npu_sim_bridge.dumps import compare_dumps
     from npu_sim_bridge.dumps import render
+    from npu_sim_bridge.fileio import check_output_path, write_atomic
 
     out_kind = None
     if args.out:
+        check_output_path(args.out, "--out")
         out_kind = os.path.splitext(args.out)[1].lower()
         if out_kind not in (".csv", ".json"):
-            raise SystemExit(f"npu-sim compare: --out {args.out!r} must end in .csv or .json (the format follows "
+            raise UsageError(f"--out {args.out!r} must end in .csv or .json (the format follows "
                              "the extension)")
     show = args.progress if args.progress is not None else sys.stderr.isatty()
 
     def progress(total):
         return render.ProgressBar(total) if show and total >= args.progress_min else None
 
-    steps = [int(step) for step in args.step] if args.step else None
+    steps = list(args.step) if args.step else None
     result = compare_dumps(args.dump_a, args.dump_b, atol=args.atol, rtol=args.rtol, steps=steps,
                            progress_factory=progress)
     if not args.quiet:
@@ -52,8 +56,7 @@ def cmd_compare(args) -> int:
     for line in render.summary(result):
         print(line)
     if args.out:
-        with open(args.out, "w", encoding="utf-8", newline="") as handle:
-            handle.write(render.to_csv(result) if out_kind == ".csv" else render.to_json(result))
+        write_atomic(args.out, render.to_csv(result) if out_kind == ".csv" else render.to_json(result), "--out")
         print(f"wrote {args.out}")
     return 0
 
@@ -89,9 +92,9 @@ def add_debug_commands(commands) -> None:
     compare.add_argument("dump_a", metavar="DUMP_A")
     compare.add_argument("dump_b", metavar="DUMP_B")
     compare.add_argument("--out", metavar="FILE", help="also write every row to FILE (.csv or .json)")
-    compare.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: any difference)")
-    compare.add_argument("--rtol", type=float, default=0.0, help="tolerance relative to max|A| (default 0)")
-    compare.add_argument("--step", action="append", metavar="N", help="compare only these steps")
+    compare.add_argument("--atol", type=finite_number, default=0.0, help="absolute tolerance (default 0: any difference)")
+    compare.add_argument("--rtol", type=finite_number, default=0.0, help="tolerance relative to max|A| (default 0)")
+    compare.add_argument("--step", action="append", type=step_number, metavar="N", help="compare only these steps")
     compare.add_argument("--max-rows", type=int, default=100, help="rows the table shows (-1: all)")
     compare.add_argument("--quiet", action="store_true", help="print the summary only")
     compare.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

@@ -1,9 +1,16 @@
-"""npu-sim: inspect and rewrite graphs offline with the NpuOptimizer pipeline."""
+"""npu-sim: inspect and rewrite graphs offline with the NpuOptimizer pipeline.
+
+Exit statuses and error output: see npu_sim_bridge.cli.errors.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from npu_sim_bridge.cli.errors import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError,
+                                      report_error)
+from npu_sim_bridge.errors import NpuSimError
 
 
 def _parse_params(pairs: list[str]) -> dict[str, str]:
@@ -11,7 +18,7 @@ def _parse_params(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"npu-sim: --param expects KEY=VALUE, got {pair!r}")
+            raise UsageError(f"--param expects KEY=VALUE, got {pair!r}")
         params[key.strip()] = value
     return params
 
@@ -48,26 +55,32 @@ def cmd_inspect(args) -> int:
 def cmd_rewrite(args) -> int:
     from google.protobuf import text_format
 
+    from npu_sim_bridge.fileio import check_output_path, write_atomic
+
+    check_output_path(args.output, "-o")  # before the rewrite: a wrong path costs no work
+    if args.report:
+        check_output_path(args.report, "--report")
     result = _rewrite(args)
     if args.output.endswith((".pbtxt", ".txt")):
         data = text_format.MessageToString(result.graph_def).encode("utf-8")
     else:
         data = result.graph_def.SerializeToString()
-    with open(args.output, "wb") as handle:
-        handle.write(data)
+    write_atomic(args.output, data, "rewritten graph")
     if args.report:
-        with open(args.report, "w", encoding="utf-8") as handle:
-            handle.write(result.report.to_json())
+        write_atomic(args.report, result.report.to_json(), "report")
     summary = result.report.summary
     print(f"wrote {args.output}: {summary['nodes_before']} nodes in, {summary['nodes_after']} out")
     return 0
 
 
 def cmd_run(args) -> int:
-    from npu_sim_bridge.runtime.alias import run_command
+    from npu_sim_bridge.runtime.alias import NpuBridgeAliasError, run_command
 
-    return run_command(args.script, args.script_args, shadow=args.shadow_real_npu_bridge,
-                       all_sessions=args.all_sessions, tf1=not args.tf2)
+    try:
+        return run_command(args.script, args.script_args, shadow=args.shadow_real_npu_bridge,
+                           all_sessions=args.all_sessions, tf1=not args.tf2)
+    except NpuBridgeAliasError as err:  # the script is missing, or a real npu_bridge needs the flag
+        raise UsageError(str(err)) from None
 
 
 def cmd_mixlist(args) -> int:
@@ -86,7 +99,7 @@ def cmd_mixlist(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="npu-sim", description="Simulate Ascend's NpuOptimizer graph rewrite on plain TensorFlow.")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -139,14 +152,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from npu_sim_bridge.errors import NpuSimError
-
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = "npu-sim"
+    wants_json = "--json" in argv
     try:
+        args = build_parser().parse_args(argv)
+        command = f"npu-sim {args.command}"
+        wants_json = bool(getattr(args, "json", False))
         return args.handler(args)
+    except UsageError as err:
+        return report_error(command, err, EXIT_USAGE, wants_json)
     except NpuSimError as err:
-        print(f"npu-sim {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return report_error(command, err, EXIT_FAILURE, wants_json)
+    except OSError as err:  # a file the command reads or writes, outside what the library checks
+        where = f" {err.filename!r}" if err.filename else ""
+        return report_error(command, f"cannot use{where}: {err.strerror or err}", EXIT_FAILURE, wants_json)
+    except KeyboardInterrupt:
+        return report_error(command, "interrupted", EXIT_INTERRUPTED, wants_json)
 
 
 if __name__ == "__main__":

@@ -273,13 +273,21 @@ def _from_python(key, value):
         if isinstance(value, numbers.Integral) and value in (0, 1):
             return bool(value)
     else:
+        number = None
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            return int(value)
-        if isinstance(value, str) and _INT_STRING.fullmatch(value.strip()):
-            return int(value.strip())
+            number = int(value)
+        elif isinstance(value, str) and _INT_STRING.fullmatch(value.strip()):
+            number = int(value.strip())
+        if number is not None and not INT64_MIN <= number <= INT64_MAX:
+            raise ConfigError(f"option {key.name} value {number} does not fit the parameter_map's 64-bit integer "
+                              f"(at most {INT64_MAX}); give a smaller value")
+        if number is not None:
+            return number
     raise ConfigError(f"option {key.name} must be {KINDS[key.kind]}{_TYPE_HINTS[key.kind]}, "
                       f"got {type(value).__name__} {value!r}")
 
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _TYPE_HINTS = {
     "s": "",

@@ -184,6 +184,9 @@ def dump_step_problem(text):
         if len(bounds) > 2 or not all(bound.isdigit() and bound.isascii() for bound in bounds):
             return (f"item {position} ({item!r}) is not N or N-M with integers >= 0 "
                     f"(example: '0|5|10-20')")
+        if any(int(bound) >= 1 << 63 for bound in bounds):
+            return (f"item {position} ({item!r}) is beyond the largest step number, {(1 << 63) - 1} "
+                    f"(example: '0|5|10-20')")
         if len(bounds) == 2 and int(bounds[0]) >= int(bounds[1]):
             return (f"item {position} ({item!r}) is a range whose first step is not below its last step "
                     f"(example: '0|5|10-20')")

@@ -53,14 +53,20 @@ class GraphDump:
         path = self.tensor_path(step, entry)
         if not os.path.exists(path):
             return None
-        try:
-            return np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise DumpReadError(f"dump file {path!r} cannot be read as .npy ({err}); it may have been cut short "
-                                "(was the run stopped while writing?): dump that step again") from None
+        return load_npy(path)
 
     def __str__(self) -> str:
         return f"{self.folder} (graph {self.graph_id}, {len(self.tensors)} tensors, steps {_ranges(self.steps())})"
+
+
+def load_npy(path: str) -> np.ndarray:
+    """The array in a dump's .npy file; DumpReadError when it is empty, cut short or not .npy."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise DumpReadError(f"dump file {path!r} cannot be read as .npy ({err or 'it is empty'}); it may have "
+                            "been cut short (was the run stopped while writing, or the disk full?): dump that step "
+                            "again") from None
 
 
 def _steps(folder: str) -> list[int]:
@@ -132,7 +138,7 @@ def read_overflow(path: str) -> list[dict]:
                                          f"{region}.npy")
                 if not os.path.exists(flag_path):
                     continue
-                flags = np.load(flag_path, allow_pickle=False)
+                flags = load_npy(flag_path)
                 flagged.extend(entry for entry, flag in zip(entries, flags) if flag)
             flagged.sort(key=lambda entry: (entry["order"], entry["slot"]))
             if flagged:

@@ -76,6 +76,11 @@ def _from_path(path: str):
             errors.append(str(err))
             continue
         if isinstance(parsed, graph_pb2.GraphDef) and _plausible(parsed):
+            if not path.endswith((".pbtxt", ".txt")) and not parsed.HasField("versions"):
+                raise GraphInputError(
+                    f"graph file {path!r} holds {len(parsed.node)} nodes but no versions record, which TensorFlow "
+                    "writes after the nodes of every GraphDef: the file looks truncated. Write it again (a graph "
+                    "built by hand needs graph_def.versions.producer set)")
             return parsed, []
         if isinstance(parsed, meta_graph_pb2.MetaGraphDef) and _plausible(parsed.graph_def):
             return parsed.graph_def, _meta_graph_fetches(parsed)
@@ -90,8 +95,11 @@ def _plausible(graph_def: graph_pb2.GraphDef) -> bool:
 
 
 def _parse(path: str, proto):
-    with open(path, "rb") as handle:
-        data = handle.read()
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as err:
+        raise GraphInputError(f"cannot read graph file {path!r}: {err.strerror}; check its permissions") from None
     try:
         if path.endswith((".pbtxt", ".txt")):
             text_format.Parse(data.decode("utf-8"), proto)

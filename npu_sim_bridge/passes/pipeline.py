@@ -18,6 +18,7 @@ import time
 from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError, PassError
+from npu_sim_bridge.fileio import unique_base, write_atomic
 from npu_sim_bridge.graph.validate import validate_graph
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, ItemInfo, PassContext
@@ -223,11 +224,9 @@ def _write_report(report: Report, options, before=None, after=None) -> None:
         return
     try:
         os.makedirs(directory, exist_ok=True)
-        base = os.path.join(directory, report.graph_id)
-        with open(base + ".json", "w", encoding="utf-8") as handle:
-            handle.write(report.to_json())
-        with open(base + ".txt", "w", encoding="utf-8") as handle:
-            handle.write(report.to_text())
+        base = unique_base(directory, report.graph_id)  # a reused folder keeps earlier runs' reports
+        write_atomic(base + ".json", report.to_json(), "report")
+        write_atomic(base + ".txt", report.to_text(), "report")
         if before is not None and after is not None:
             from npu_sim_bridge.report.views import write_views
 

@@ -268,20 +268,24 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
         from npu_sim_bridge.runtime.session import enable_npu_for_all_sessions
 
         enable_npu_for_all_sessions()
+    option_error = False
     try:
         run_script(path, argv, shadow=shadow, tf1=tf1)
     except Exception as error:  # noqa: BLE001 - the script's own error, reported as `python script.py` would
+        option_error = isinstance(error, NpuSimError)
         print_script_traceback(error, path)
         return 1
     finally:
-        _note_if_nothing_simulated(all_sessions)
+        if not option_error:  # the error already says why nothing was rewritten
+            _note_if_nothing_simulated(all_sessions)
     return 0
 
 
 def _note_if_nothing_simulated(all_sessions):
+    from npu_sim_bridge.native.entry import recent_failures
     from npu_sim_bridge.report import recent_reports
 
-    if recent_reports():
+    if recent_reports() or recent_failures():
         return
     hint = "" if all_sessions else ("; the newest npu_bridge adds the NpuOptimizer to every Session, "
                                     "rerun with `npu-sim run --all-sessions` to do the same")

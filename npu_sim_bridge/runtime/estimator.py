@@ -10,9 +10,14 @@ Differences from the real adapter, on purpose: a wrong argument type is a TypeEr
 argument; `compress_weight_conf` alone does not also write enable_compress_weight=False (which
 makes the real adapter abort the process); NPUEstimator reuses an NpuOptimizer entry already in
 session_config instead of adding a second one (NPURunConfig's keys override the same keys there).
+Only the arguments the caller gives override keys session_config's NpuOptimizer entry already
+sets; an argument left at its default never does (so a config's mix_compile_mode=True stays, and
+is checked against iterations_per_loop). An int argument beyond 64 bits is a ValueError naming it.
 The simulation runs one training step per Session.run, whatever iterations_per_loop says.
 """
 
+import functools
+import inspect
 import time  # noqa: F401  (npu_bridge's npu_estimator leaks `time` to scripts that star-import it)
 import warnings
 
@@ -69,6 +74,23 @@ def _check_kind(name, value):
     if not ok:
         wanted = {"s": "a string", "b": "True or False", "i": "an int"}[kind]
         raise TypeError(f"NPURunConfig argument {name} must be {wanted}, got {type(value).__name__} {value!r}")
+    if kind == "i" and not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"NPURunConfig argument {name}={value} does not fit the parameter_map's 64-bit integer "
+                         f"(at most {(1 << 63) - 1}); give a smaller value")
+
+
+def _records_explicit_arguments(init):
+    """Remember which arguments the caller gave, so that defaults never override session_config's keys."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        given = signature.bind(self, *args, **kwargs).arguments
+        self.__dict__["_explicit_arguments"] = frozenset(given) - {"self", "sim_options"} | frozenset(
+            given.get("sim_options", {}))
+        return init(self, *args, **kwargs)
+
+    return wrapper
 
 
 def write_parameter(parameter_map, name, value):
@@ -85,6 +107,7 @@ def write_parameter(parameter_map, name, value):
 class NPURunConfig(_RunConfig):
     """tf.estimator.RunConfig with the NpuOptimizer options of npu_bridge's NPURunConfig."""
 
+    @_records_explicit_arguments
     def __init__(self,  # pylint: disable=too-many-arguments,too-many-locals,unused-argument
                  iterations_per_loop=1,
                  profiling_config=None,
@@ -214,6 +237,14 @@ class NPURunConfig(_RunConfig):
             if value is not None:
                 _check_kind(name, value)
                 parameters[name] = value
+        # session_config's NpuOptimizer keys stand unless an argument the caller gave says otherwise.
+        explicit = set(self._explicit_arguments)
+        for name, _ in _CONFIG_OBJECTS:
+            if arguments[name] is not None:
+                explicit.update(arguments[name].parameters())
+        configured = find_npu_optimizer(session_config) if session_config is not None else None
+        for name in set(configured.parameter_map) - explicit if configured is not None else ():
+            parameters.pop(name, None)
 
         # Attributes under the names npu_bridge gives them (scripts and hooks read some of them).
         self.iterations_per_loop = iterations_per_loop
@@ -251,7 +282,9 @@ class NPURunConfig(_RunConfig):
             train_distribute=train_distribute,
             eval_distribute=eval_distribute)
         # Validate what a Session built from this config would get, with the Session route's messages.
-        from_config_proto(self.npu_session_config())
+        options = from_config_proto(self.npu_session_config())
+        self.iterations_per_loop = options["iterations_per_loop"]
+        self.mix_compile_mode = options["mix_compile_mode"]
 
     @property
     def npu_parameters(self):

@@ -16,6 +16,8 @@ import json
 import os
 import time
 
+from npu_sim_bridge.fileio import write_atomic
+
 FORMAT = "npu_sim_dump/1"
 MANIFEST = "manifest.json"
 DUMP_DIR = "dump"
@@ -40,8 +42,7 @@ def stem(order: int, io: str, slot: int) -> str:
 def write_manifest(directory: str, manifest: dict) -> str:
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, MANIFEST)
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(manifest, handle, indent=1)
+    write_atomic(path, json.dumps(manifest, indent=1), "dump manifest")  # never a partial manifest
     return path
 
 
