@@ -26,6 +26,10 @@ if _os.environ.get("NPU_SIM_SKIP_NATIVE", "") not in ("1", "true", "yes"):
     from npu_sim_bridge.native import load_native as _load_native
 
     _load_native()
+else:  # without the shim, a Session naming NpuOptimizer would run unrewritten: refuse it instead
+    from npu_sim_bridge.native import skip_guard as _skip_guard
+
+    _skip_guard.install()
 
 from npu_sim_bridge.api import rewrite  # noqa: E402
 from npu_sim_bridge.report import clear_reports, last_report, recent_reports  # noqa: E402

@@ -3,7 +3,10 @@
 What `npu_config_proto` does to the ConfigProto is what the real adapter does: add a custom
 optimizer named NpuOptimizer when there is none (and then turn Grappler's memory_optimization
 off), and always set allow_soft_placement, log_device_placement off, remapping off and XLA's
-global_jit_level off. It mutates the proto it is given and returns it. Every helper that builds a
+global_jit_level off. One addition: an unset `min_graph_nodes` becomes -1, because Grappler skips
+graphs under 4 nodes (the NpuOptimizer would never see them) while the NPU compiles every graph;
+a Session config built by hand keeps Grappler's minimum, which the README notes. It mutates the
+proto it is given and returns it. Every helper that builds a
 Session (init_resource, set_keras_session_npu_config, npu_clear_session, npu_run_config_init,
 NPUEstimator) goes through it, so `enable_mixed_precision` reaches all of them.
 
@@ -76,6 +79,8 @@ def npu_config_proto(config_proto=None):
         npu_optimizer.name = NPU_OPTIMIZER_NAME
         rewrite_options.memory_optimization = RewriterConfig.OFF
     _apply_default_precision_mode(npu_optimizer)
+    if rewrite_options.min_graph_nodes == 0:  # Grappler would skip graphs under 4 nodes; the NPU compiles them
+        rewrite_options.min_graph_nodes = -1
     config_proto.allow_soft_placement = True
     config_proto.log_device_placement = False
     rewrite_options.remapping = RewriterConfig.OFF
