@@ -144,11 +144,18 @@ def test_grappler_hands_each_graph_over_on_every_meta_optimizer_iteration(npu_co
     assert not any(record.changed for record in reports[1].passes)  # nothing left to do
 
 
-def test_graphs_under_min_graph_nodes_never_reach_the_pipeline(npu_config):
+def test_graphs_under_min_graph_nodes_fail_instead_of_running_unrewritten(npu_config):
     graph = tf.Graph()
     with graph.as_default():
         a = tf.constant(1.0, name="a")
         b = tf.identity(a, name="b")
     with tf.compat.v1.Session(graph=graph, config=npu_config(precision_mode="fp17")) as sess:
-        assert sess.run(b) == 1.0  # Grappler skips graphs under 4 nodes, options included
+        # Grappler skips graphs under 4 nodes, options included: the run fails and says so.
+        with pytest.raises(tf.errors.FailedPreconditionError, match="min_graph_nodes = -1"):
+            sess.run(b)
     assert npu_sim_bridge.recent_reports() == []
+    config = npu_config(precision_mode="force_fp16")
+    config.graph_options.rewrite_options.min_graph_nodes = -1
+    with tf.compat.v1.Session(graph=graph, config=config) as sess:
+        assert sess.run(b) == 1.0
+    assert len(npu_sim_bridge.recent_reports()) >= 1

@@ -115,11 +115,17 @@ def _load(folder: str) -> GraphDump:
     try:
         with open(path, encoding="utf-8") as handle:
             manifest = json.load(handle)
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise DumpReadError(f"dump manifest {path!r} cannot be read ({err}); dump the graph again") from None
-    if manifest.get("format") != layout.FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") != layout.FORMAT:
+        manifest = manifest if isinstance(manifest, dict) else {}
         raise DumpReadError(f"dump manifest {path!r} has format {manifest.get('format')!r}, expected "
                             f"{layout.FORMAT!r}; it was written by another tool or version")
+    source = manifest.get("source_graph")
+    if (not isinstance(source, dict) or not isinstance(source.get("nodes"), dict) or "fingerprint" not in source
+            or not isinstance(manifest.get("tensors"), list) or not isinstance(manifest.get("overflow", {}), dict)):
+        raise DumpReadError(f"dump manifest {path!r} lacks its source_graph, tensors or overflow record (it was cut "
+                            "short or edited); dump the graph again")
     return GraphDump(folder, manifest)
 
 

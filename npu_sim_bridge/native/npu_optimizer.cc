@@ -14,6 +14,12 @@
 // shim returns the graph plus an Assert with a fixed ASCII message that every fetched node waits
 // on, so the run fails instead of silently running unrewritten.
 //
+// A last check, also without logic of its own: a graph optimization pass that runs after Grappler
+// fails the run of a Session whose config names NpuOptimizer when no node of the graph carries the
+// stamp the Python pipeline leaves (or the error scope): Grappler skipped it (fewer nodes than
+// min_graph_nodes, disable_meta_optimizer, a failing meta optimizer), and the graph would
+// otherwise run unrewritten without a word.
+//
 // The same class is also registered under common misspellings of the name (NPUOptimizer, ...);
 // Grappler ignores a custom optimizer name nobody registered, so without these a typo would run
 // the plain graph. The entry reads the name from the config and turns it into a clear error.
@@ -24,7 +30,9 @@
 #include <utility>
 #include <vector>
 
+#include "tensorflow/core/common_runtime/optimization_registry.h"
 #include "tensorflow/core/framework/graph.pb.h"
+#include "tensorflow/core/public/session_options.h"
 #include "tensorflow/core/framework/node_def.pb.h"
 #include "tensorflow/core/framework/tensor.pb.h"
 #include "tensorflow/core/framework/types.pb.h"
@@ -43,6 +51,8 @@ using tensorflow::grappler::Cluster;
 using tensorflow::grappler::CustomGraphOptimizer;
 using tensorflow::grappler::GrapplerItem;
 
+constexpr char kSeenAttr[] = "_npu_sim_seen";       // passes/base.py SEEN_ATTR
+constexpr char kErrorScope[] = "npu_sim_error/";     // native/entry.py ERROR_SCOPE
 constexpr char kEntryModule[] = "npu_sim_bridge.native.entry";
 constexpr char kEntryFunction[] = "optimize";
 
@@ -285,6 +295,40 @@ struct Registrations {
   }
 };
 const Registrations registrations;
+
+class UnrewrittenGraphCheck : public tensorflow::GraphOptimizationPass {
+ public:
+  Status Run(const tensorflow::GraphOptimizationPassOptions& options) override {
+    if (options.session_options == nullptr || options.graph == nullptr ||
+        *options.graph == nullptr || options.is_function_graph) {
+      return Status();
+    }
+    bool named = false;
+    const auto& rewrite =
+        options.session_options->config.graph_options().rewrite_options();
+    for (const auto& custom : rewrite.custom_optimizers()) {
+      named = named || custom.name() == kRegisteredNames[0];
+    }
+    if (!named) return Status();
+    for (const tensorflow::Node* node : (*options.graph)->nodes()) {
+      if (node->attrs().Find(kSeenAttr) != nullptr ||
+          node->name().rfind(kErrorScope, 0) == 0) {
+        return Status();
+      }
+    }
+    return tensorflow::errors::FailedPrecondition(
+        "NpuOptimizer: this Session's config names NpuOptimizer, but Grappler "
+        "never handed it the graph, which would run unrewritten. Grappler "
+        "skips graphs with fewer nodes than rewrite_options.min_graph_nodes "
+        "(4 by default) and every optimizer when disable_meta_optimizer is "
+        "set: set config.graph_options.rewrite_options.min_graph_nodes = -1 "
+        "(npu_config_proto does), or remove NpuOptimizer from the config to "
+        "run the plain graph");
+  }
+};
+
+REGISTER_OPTIMIZATION(tensorflow::OptimizationPassRegistry::POST_REWRITE_FOR_EXEC,
+                      50, UnrewrittenGraphCheck);
 
 }  // namespace
 }  // namespace npu_sim_bridge
