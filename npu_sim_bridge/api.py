@@ -21,7 +21,7 @@ def rewrite(graph: Any, options: Any = None, fetches: Iterable[str] | None = Non
              Defaults to a MetaGraph's train_op collection and signature outputs; a graph
              with neither keeps every output (every node nothing consumes) by its name, so
              nothing the graph computed becomes unreachable. A name that is no node of the
-             graph is an error.
+             graph is an error. An empty list says nothing is fetched: outputs are not kept.
 
     Returns a PipelineResult (`graph_def, report = rewrite(...)` unpacks it). Raises the
     npu_sim_bridge error that explains any problem.
@@ -34,7 +34,8 @@ def rewrite(graph: Any, options: Any = None, fetches: Iterable[str] | None = Non
         parsed = from_any(None)
     fetch = tuple(fetches) if fetches is not None else tuple(default_fetches)
     _check_fetches(graph_def, fetch)
-    preserve = frozenset() if fetch else graph_outputs(graph_def)
+    keep_outputs = fetches is None and not fetch  # nothing said what is fetched: every output may be
+    preserve = graph_outputs(graph_def) if keep_outputs else frozenset()
     item = ItemInfo(id="offline", fetch=fetch, preserve=preserve)
     return run_pipeline(graph_def, parsed, item)
 

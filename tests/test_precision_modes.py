@@ -296,7 +296,8 @@ def test_gray_rule_with_several_inputs():
         tf.add(low, high, name="low_and_high")             # a kept input keeps it
         undecided = tf.multiply(x, 2.0, name="undecided")  # nothing decided before it
         tf.add(undecided, low, name="after_undecided")     # undecided inputs do not decide either
-    _, report = npu_sim_bridge.rewrite(graph.as_graph_def(), {"precision_mode": "allow_mix_precision"})
+    # fetches=[]: nothing is fetched, so the outputs are not kept in their dtype and the gray rule decides them
+    _, report = npu_sim_bridge.rewrite(graph.as_graph_def(), {"precision_mode": "allow_mix_precision"}, fetches=[])
     decisions = {name: (report.nodes[name].dtype_after, report.nodes[name].reason)
                  for name in ("low_and_input", "low_and_high", "undecided", "after_undecided")}
     assert decisions == {
