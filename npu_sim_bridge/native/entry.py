@@ -58,7 +58,7 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
             return message
     except KeyboardInterrupt:
         _remember_failure(f"{ERROR_PREFIX}interrupted while rewriting graph {item_id}")
-        raise  # the shim fails the graph and raises the interrupt again once Python runs
+        raise  # the shim fails the run with an 'interrupted' message: the graph never runs unrewritten
     except BaseException as err:  # noqa: BLE001 - MemoryError, SystemExit, a bug: the run must still fail
         message = _internal_error(item_id, err)
     _remember_failure(message)

@@ -244,10 +244,9 @@ class NpuOptimizer : public CustomGraphOptimizer {
       }
       PyRef returned(PyObject_CallObject(function.get(), args.get()));
       if (!returned && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-        // Ctrl-C: this graph fails, and the interrupt is raised again where
-        // Python runs next, so the program stops as the user asked.
+        // Ctrl-C: the run fails with this message (raising the interrupt again
+        // would land inside TensorFlow's own error handling).
         PyErr_Clear();
-        PyErr_SetInterrupt();
         return tensorflow::errors::Cancelled(
             "NpuOptimizer: interrupted (KeyboardInterrupt) while rewriting "
             "graph ",
