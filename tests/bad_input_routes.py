@@ -186,12 +186,21 @@ def run_estimator(inp, monkeypatch):
         return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=tf.compat.v1.assign_add(step, 1))
 
     configs = {"RunConfig": lambda: tf.estimator.RunConfig(),
-               "NPURunConfig": lambda: NPURunConfig(model_dir=inp.get("config_model_dir")), None: lambda: None}
+               "NPURunConfig": lambda: NPURunConfig(model_dir=inp.get("config_model_dir"), **inp.get("kwargs", {})),
+               None: lambda: None}
+    for key, value in inp.get("environb", {}).items():
+        monkeypatch.setitem(os.environb, key.encode(), value.encode("utf-8").decode("unicode_escape").encode("latin-1"))
+
+    def input_fn():
+        return tf.compat.v1.data.Dataset.from_tensors(tf.ones([2, 3])).repeat()
+
     try:
         estimator = NPUEstimator(model_fn=inp.get("model_fn", "fn") and model_fn, config=configs[inp["config"]](),
                                  model_dir=inp.get("model_dir"))
-    except (TypeError, ValueError, NpuSimError) as err:
-        return Outcome("error", str(err))
+        if inp.get("train"):
+            estimator.train(input_fn, steps=1)
+    except (TypeError, ValueError, NpuSimError, tf.errors.OpError) as err:
+        return Outcome("error", getattr(err, "message", str(err)))
     except Exception as err:  # noqa: BLE001 - the table counts it
         return Outcome("traceback", f"{type(err).__name__}: {err}")
     return Outcome("ok", result=estimator)

@@ -99,6 +99,9 @@ def _check_extras(row, inp, outcome, places):
         assert routes.leftovers(checks["no_empty_files"], empty_only=True) == []
     if "no_partial_files" in checks:
         assert routes.leftovers(checks["no_partial_files"], empty_only=False) == []
+    if "no_checkpoint" in checks:  # a failed rewrite trains and saves nothing
+        folder = checks["no_checkpoint"]
+        assert not [name for name in (os.listdir(folder) if os.path.isdir(folder) else []) if name.startswith("model.ckpt")]
     if "private_dirs" in checks:
         mode = stat.S_IMODE(os.stat(checks["private_dirs"]).st_mode)
         assert mode == 0o700, oct(mode)

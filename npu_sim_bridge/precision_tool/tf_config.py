@@ -23,6 +23,7 @@ from tensorflow.core.protobuf import config_pb2
 from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 
 from npu_sim_bridge.config.options import NPU_OPTIMIZER_NAME
+from npu_sim_bridge.fileio import OutputError, write_atomic
 
 ACTIONS = ("dump", "overflow", "fusion_off", "fusion_switch")
 DUMP_STEP = "0"
@@ -60,10 +61,12 @@ def ensure_fusion_switch_file(path: str | None = None) -> str:
         switch = {"Switch": {"GraphFusion": {}, "UBFusion": {}}}
         for rule in all_rules():
             switch["Switch"][rule.kind][rule.name] = "on"
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(switch, handle, indent=4)
-            handle.write("\n")
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as err:
+            raise OutputError(f"cannot create the folder of the fusion switch file {path!r} ({err.strerror}); set "
+                              "NPU_SIM_CONFIG_DIR (or XDG_CONFIG_HOME) to a folder you can write") from None
+        write_atomic(path, json.dumps(switch, indent=4) + "\n", "fusion switch file")
     return path
 
 

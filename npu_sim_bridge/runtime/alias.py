@@ -289,5 +289,5 @@ def _note_if_nothing_simulated(all_sessions):
         return
     hint = "" if all_sessions else ("; the newest npu_bridge adds the NpuOptimizer to every Session, "
                                     "rerun with `npu-sim run --all-sessions` to do the same")
-    print("npu-sim run: note: no graph of this run went through the NpuOptimizer (no Session named it, or its graphs "
-          f"were below Grappler's 4-node minimum){hint}", file=sys.stderr)
+    print(f"npu-sim run: note: no graph of this run went through the NpuOptimizer (no Session named it){hint}",
+          file=sys.stderr)
