@@ -179,6 +179,9 @@ def _differences(a: GraphDump, b: GraphDump, limit: int = 5) -> str:
 def compare_dumps(path_a: str, path_b: str, atol: float = 0.0, rtol: float = 0.0, steps=None,
                   progress_factory=None) -> CompareResult:
     """Compare every graph dumped under `path_a` with the dump of the same graph under `path_b`."""
+    for name, value in (("atol", atol), ("rtol", rtol)):
+        if not 0 <= value < float("inf"):  # nan would make every tensor "match"
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     dumps_a = [dump for dump in find_dumps(path_a) if dump.steps()]
     dumps_b = [dump for dump in find_dumps(path_b) if dump.steps()]
     for label, path, dumps in (("DUMP_A", path_a, dumps_a), ("DUMP_B", path_b, dumps_b)):

@@ -3,7 +3,12 @@
 Grappler only logs an optimizer's error and then runs the original graph, which would silently
 run the unrewritten model. So every failure (bad option, failing pass, internal bug) is turned
 into a graph that fails at run time with the message: an Assert that every fetched node waits
-on. `sess.run` then raises InvalidArgumentError carrying the text.
+on. `sess.run` then raises InvalidArgumentError carrying the text. If that message cannot be
+carried, a fixed ASCII one is; if no failing graph can be built at all (or Ctrl-C arrives), the
+exception reaches the shim, which fails the graph itself.
+
+The entry also refuses a custom optimizer registered under a misspelling of NpuOptimizer, and a
+graph another NpuOptimizer entry of the same config already rewrote with different options.
 """
 
 from __future__ import annotations
