@@ -58,7 +58,7 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
         graph_def = graph_pb2.GraphDef.FromString(graph_bytes)
         if any(node.name.startswith(ERROR_SCOPE + "/") for node in graph_def.node):
             return graph_bytes  # already turned into an error graph by the first iteration
-        message = _rewrite_or_message(item_id, graph_def, fetch, feed, preserve, config_bytes)
+        message = _rewrite_or_message(item_id, graph_bytes, graph_def, fetch, feed, preserve, config_bytes)
         if isinstance(message, bytes):
             return message
     except KeyboardInterrupt:
@@ -76,7 +76,7 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
         return failing_graph(graph_def, fetch, FALLBACK_MESSAGE).SerializeToString()
 
 
-def _rewrite_or_message(item_id, graph_def, fetch, feed, preserve, config_bytes) -> bytes | str:
+def _rewrite_or_message(item_id, graph_bytes, graph_def, fetch, feed, preserve, config_bytes) -> bytes | str:
     """The rewritten graph's bytes, or the message the failing graph must carry."""
     try:
         from npu_sim_bridge.config import parse_parameter_map
@@ -92,7 +92,7 @@ def _rewrite_or_message(item_id, graph_def, fetch, feed, preserve, config_bytes)
                         preserve=frozenset(preserve), is_function=_is_function_item(item_id, graph_def))
         if covered_by_caller(graph_def, item):
             logger.debug("NpuOptimizer: function %s was rewritten with its caller", item_id)
-            return graph_def.SerializeToString()
+            return graph_bytes
         rewritten = run_pipeline(graph_def, options, item).graph_def
         if rewritten.node:
             rewritten.node[0].attr[OPTIONS_ATTR].s = digest.encode("ascii")

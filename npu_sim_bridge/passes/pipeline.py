@@ -222,6 +222,7 @@ def _write_report(report: Report, options, before=None, after=None) -> None:
     directory = options.get("sim_report_dir")
     if not directory or report.rerun:  # one file set per graph, not one per Grappler iteration
         return
+    base = None
     try:
         os.makedirs(directory, exist_ok=True)
         base = unique_base(directory, report.graph_id)  # a reused folder keeps earlier runs' reports
@@ -232,6 +233,8 @@ def _write_report(report: Report, options, before=None, after=None) -> None:
 
             write_views(base, report, before, after)  # .pbtxt before/after, TensorBoard run, HTML picture
     except OSError as err:
+        if base is not None and os.path.exists(base + ".json") and not os.path.getsize(base + ".json"):
+            os.unlink(base + ".json")  # the name claimed for a report that could not be written
         raise ConfigError(
             f"option sim_report_dir {directory!r}: cannot write the report there ({err}); "
             "point it at a writable directory") from err
