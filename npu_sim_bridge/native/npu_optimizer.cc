@@ -15,10 +15,11 @@
 // on, so the run fails instead of silently running unrewritten.
 //
 // A last check, also without logic of its own: a graph optimization pass that runs after Grappler
-// fails the run of a Session whose config names NpuOptimizer when no node of the graph carries the
-// stamp the Python pipeline leaves (or the error scope): Grappler skipped it (fewer nodes than
-// min_graph_nodes, disable_meta_optimizer, a failing meta optimizer), and the graph would
-// otherwise run unrewritten without a word.
+// fails the run of a Session whose config names a custom optimizer holding "npu" (NpuOptimizer or
+// a misspelling) when no node of the graph carries the stamp the Python pipeline leaves (or the
+// error scope): Grappler skipped it (a name nobody registered, fewer nodes than min_graph_nodes,
+// disable_meta_optimizer, a failing meta optimizer), and the graph would otherwise run
+// unrewritten without a word.
 //
 // The same class is also registered under common misspellings of the name (NPUOptimizer, ...);
 // Grappler ignores a custom optimizer name nobody registered, so without these a typo would run
@@ -26,6 +27,7 @@
 
 #include <Python.h>
 
+#include <cctype>
 #include <string>
 #include <utility>
 #include <vector>
@@ -302,13 +304,18 @@ class UnrewrittenGraphCheck : public tensorflow::GraphOptimizationPass {
         *options.graph == nullptr || options.is_function_graph) {
       return Status();
     }
-    bool named = false;
+    // Names that mean the NpuOptimizer, spelled right or not: any holding "npu" in any case.
+    std::string named;
     const auto& rewrite =
         options.session_options->config.graph_options().rewrite_options();
     for (const auto& custom : rewrite.custom_optimizers()) {
-      named = named || custom.name() == kRegisteredNames[0];
+      std::string lower = custom.name();
+      for (char& c : lower) c = static_cast<char>(std::tolower(c));
+      if (lower.find("npu") != std::string::npos) {
+        named += (named.empty() ? "" : ", ") + custom.name();
+      }
     }
-    if (!named) return Status();
+    if (named.empty()) return Status();
     for (const tensorflow::Node* node : (*options.graph)->nodes()) {
       if (node->attrs().Find(kSeenAttr) != nullptr ||
           node->name().rfind(kErrorScope, 0) == 0) {
@@ -316,13 +323,16 @@ class UnrewrittenGraphCheck : public tensorflow::GraphOptimizationPass {
       }
     }
     return tensorflow::errors::FailedPrecondition(
-        "NpuOptimizer: this Session's config names NpuOptimizer, but Grappler "
-        "never handed it the graph, which would run unrewritten. Grappler "
-        "skips graphs with fewer nodes than rewrite_options.min_graph_nodes "
-        "(4 by default) and every optimizer when disable_meta_optimizer is "
-        "set: set config.graph_options.rewrite_options.min_graph_nodes = -1 "
-        "(npu_config_proto does), or remove NpuOptimizer from the config to "
-        "run the plain graph");
+        "NpuOptimizer: this Session's config names the custom optimizer ",
+        named,
+        ", but no NpuOptimizer rewrote the graph, which would run "
+        "unrewritten. Grappler ignores a name nobody registered (the name is "
+        "case-sensitive: NpuOptimizer), skips graphs with fewer nodes than "
+        "rewrite_options.min_graph_nodes (4 by default) and every optimizer "
+        "when disable_meta_optimizer is set: spell it NpuOptimizer, set "
+        "config.graph_options.rewrite_options.min_graph_nodes = -1 "
+        "(npu_config_proto does), or remove it from the config to run the "
+        "plain graph");
   }
 };
 
