@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 
+from npu_sim_bridge.cli.errors import UsageError
 from npu_sim_bridge.runtime.hccl import ranktable
 
 _LOCK_DIR = os.path.join(tempfile.gettempdir(), f"npu_sim_ports_{os.getuid()}")
@@ -61,24 +62,27 @@ def cmd_launch(args):
     """Run the launch; returns its exit status."""
     if args.script == "--":
         if not args.script_args:
-            raise ranktable.RankConfigError("npu-sim launch: give the script to run after --")
+            raise UsageError("give the script to run after --")
         args.script, args.script_args = args.script_args[0], args.script_args[1:]
     if not os.path.isfile(args.script):
-        raise ranktable.RankConfigError(f"script {args.script!r} does not exist or is not a file")
+        raise UsageError(f"script {args.script!r} does not exist or is not a file")
     run_options = [flag for flag, on in (("--all-sessions", args.all_sessions), ("--tf2", args.tf2),
                                          ("--shadow-real-npu-bridge", args.shadow_real_npu_bridge)) if on]
     with tempfile.TemporaryDirectory(prefix="npu_sim_launch_") as folder:
         if args.rank_table:
             table = os.path.abspath(args.rank_table)
-            _, ranks = ranktable.ranks_of_server(table, args.server_id)
-            size = len(ranktable.read_rank_table(table))
+            size = len(ranktable.read_rank_table(table))  # a malformed table is a failure (status 1)
+            try:
+                _, ranks = ranktable.ranks_of_server(table, args.server_id)
+            except ranktable.RankConfigError as err:  # --server-id missing or not in the table: usage (2)
+                raise UsageError(str(err)) from None
             if args.nproc is not None and args.nproc != len(ranks):
-                raise ranktable.RankConfigError(f"--nproc {args.nproc} but rank table {table} gives this server "
-                                                f"{len(ranks)} ranks; leave --nproc out")
+                raise UsageError(f"--nproc {args.nproc} but rank table {table} gives this server "
+                                 f"{len(ranks)} ranks; leave --nproc out")
             port_base, lock = reserve_port_base(args.port_base, size, search=False)
         else:
             if args.nproc is None or args.nproc < 1:
-                raise ranktable.RankConfigError("npu-sim launch needs --nproc N (N >= 1) or --rank-table FILE")
+                raise UsageError("npu-sim launch needs --nproc N (N >= 1) or --rank-table FILE")
             size, ranks = args.nproc, list(range(args.nproc))
             table = os.path.join(folder, "rank_table.json")
             with open(table, "w", encoding="utf-8") as handle:
