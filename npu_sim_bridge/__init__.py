@@ -22,14 +22,15 @@ from npu_sim_bridge.errors import (
 
 __version__ = "0.1.0"
 
-if _os.environ.get("NPU_SIM_SKIP_NATIVE", "") not in ("1", "true", "yes"):
+from npu_sim_bridge.native import session_guard as _session_guard  # noqa: E402
+
+_skip_native = _os.environ.get("NPU_SIM_SKIP_NATIVE", "") in ("1", "true", "yes")
+if not _skip_native:
     from npu_sim_bridge.native import load_native as _load_native
 
     _load_native()
-else:  # without the shim, a Session naming NpuOptimizer would run unrewritten: refuse it instead
-    from npu_sim_bridge.native import skip_guard as _skip_guard
-
-    _skip_guard.install()
+# Sessions naming NpuOptimizer: graphs of any size are rewritten, or, without the shim, refused.
+_session_guard.install(skip_native=_skip_native)
 
 from npu_sim_bridge.api import rewrite  # noqa: E402
 from npu_sim_bridge.report import clear_reports, last_report, recent_reports  # noqa: E402

@@ -144,18 +144,32 @@ def test_grappler_hands_each_graph_over_on_every_meta_optimizer_iteration(npu_co
     assert not any(record.changed for record in reports[1].passes)  # nothing left to do
 
 
-def test_graphs_under_min_graph_nodes_fail_instead_of_running_unrewritten(npu_config):
+def test_graphs_under_grapplers_minimum_are_rewritten_too(npu_config):
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.compat.v1.placeholder(tf.float32, [], name="a")
+        b = tf.multiply(a, 3.0, name="b")
+    config = npu_config(precision_mode="force_fp16")
+    with tf.compat.v1.Session(graph=graph, config=config) as sess:
+        # 3 nodes: Grappler's default minimum of 4 would skip it; the real adapter rewrites every graph.
+        assert sess.run(b, {a: 1.0001}) == np.float32(np.float16(1.0001) * np.float16(3.0))
+    assert [r.item_id for r in npu_sim_bridge.recent_reports()][:1] == ["tf_graph"]
+    assert config.graph_options.rewrite_options.min_graph_nodes == 0  # the user's proto is untouched
+    with tf.compat.v1.Session(graph=graph, config=npu_config(precision_mode="fp17")) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="fp17"):
+            sess.run(b, {a: 1.0})
+
+
+def test_a_minimum_the_user_set_fails_smaller_graphs_instead_of_running_them_unrewritten(npu_config):
     graph = tf.Graph()
     with graph.as_default():
         a = tf.constant(1.0, name="a")
         b = tf.identity(a, name="b")
-    with tf.compat.v1.Session(graph=graph, config=npu_config(precision_mode="fp17")) as sess:
-        # Grappler skips graphs under 4 nodes, options included: the run fails and says so.
+    config = npu_config(precision_mode="force_fp16")
+    config.graph_options.rewrite_options.min_graph_nodes = 10
+    with tf.compat.v1.Session(graph=graph, config=config) as sess:
         with pytest.raises(tf.errors.FailedPreconditionError, match="min_graph_nodes = -1"):
             sess.run(b)
-    assert npu_sim_bridge.recent_reports() == []
-    config = npu_config(precision_mode="force_fp16")
     config.graph_options.rewrite_options.min_graph_nodes = -1
     with tf.compat.v1.Session(graph=graph, config=config) as sess:
         assert sess.run(b) == 1.0
-    assert len(npu_sim_bridge.recent_reports()) >= 1
