@@ -6,11 +6,16 @@ Exit statuses and error output: see npu_sim_bridge.cli.errors.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from npu_sim_bridge.cli.errors import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError,
                                       report_error)
 from npu_sim_bridge.errors import NpuSimError
+
+# Subcommands that only read files and rewrite graphs offline: they never compile or load the shim.
+OFFLINE_COMMANDS = frozenset({"inspect", "rewrite", "mixlist", "fusion-rules", "compare", "overflow", "info",
+                              "profile"})
 
 
 def _parse_params(pairs: list[str]) -> dict[str, str]:
@@ -101,6 +106,9 @@ def cmd_mixlist(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="npu-sim", description="Simulate Ascend's NpuOptimizer graph rewrite on plain TensorFlow.")
+    from npu_sim_bridge import __version__
+
+    parser.add_argument("--version", action="version", version=f"npu-sim {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     inspect = commands.add_parser("inspect", help="rewrite a graph and print the report")
@@ -148,7 +156,21 @@ def build_parser() -> argparse.ArgumentParser:
     from npu_sim_bridge.cli.launch import add_launch_command
 
     add_launch_command(commands)  # launch: N ranks of a script
+    from npu_sim_bridge.cli.tool_commands import add_tool_commands
+
+    add_tool_commands(commands)  # info, profile
     return parser
+
+
+def _prepare(command: str) -> None:
+    """Offline subcommands keep TensorFlow's start-up lines quiet (the process is ours); the others load the
+    shim first (the console script skipped it at import, see npu_sim_bridge.__init__)."""
+    if command in OFFLINE_COMMANDS:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    elif os.environ.get("NPU_SIM_SKIP_NATIVE", "") not in ("1", "true", "yes"):
+        from npu_sim_bridge import enable_sessions
+
+        enable_sessions()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         command = f"npu-sim {args.command}"
         wants_json = bool(getattr(args, "json", False))
+        _prepare(args.command)
         return args.handler(args)
     except UsageError as err:
         return report_error(command, err, EXIT_USAGE, wants_json)
