@@ -17,6 +17,9 @@ import time
 
 from tensorflow.core.framework import graph_pb2
 
+from npu_sim_bridge import envvars
+from npu_sim_bridge.envvars import graph_dump
+from npu_sim_bridge.envvars.logs import log_rewrite
 from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError, PassError
 from npu_sim_bridge.fileio import unique_base, write_atomic
 from npu_sim_bridge.graph.validate import validate_graph
@@ -127,11 +130,19 @@ def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
 
     report.record_graph(view.nodes())
     report.rerun = _already_rewritten(view, item)
+    ignored = envvars.ignored_note()
+    if ignored:
+        report.warn(ignored)
+    dumper = None if report.rerun else graph_dump.from_environment(report.graph_id)  # DUMP_GE_GRAPH
+    if dumper:
+        dumper.stage(graph_dump.FIRST, view.to_graph_def())
     ctx = PassContext(view=view, options=options, item=item, report=report)
     for graph_pass in selected_passes(options):
         if not graph_pass.wanted(options):
             continue
         _run_one(graph_pass, ctx)
+        if dumper:
+            dumper.stage(graph_dump.stage_name(graph_pass.name), ctx.view.to_graph_def())
 
     _place_new_nodes(view, report)
     _stamp_seen(view, bodies=not item.is_function)
@@ -140,6 +151,10 @@ def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
     report.seconds = time.perf_counter() - started
     if remember:
         history.remember(report)
+    if dumper:
+        dumper.finish(result_graph)
+    if not report.rerun:
+        log_rewrite(report)  # at INFO (ASCEND_GLOBAL_LOG_LEVEL=1): passes, GeOps, casts
     _write_report(report, options, graph_def, result_graph)
     return PipelineResult(result_graph, report)
 

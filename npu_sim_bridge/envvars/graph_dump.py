@@ -1,0 +1,162 @@
+"""DUMP_GE_GRAPH / DUMP_GRAPH_LEVEL / DUMP_GRAPH_PATH: the graph at each pipeline stage, as CANN's graph engine dumps it.
+
+Files are TensorFlow GraphDefs in protobuf text format, under the names CANN users look for:
+  ge_proto_<seq:08d>_graph_<graph id>_<Stage>.txt      the whole graph at a stage
+  ge_proto_<seq:08d>_graph_<GeOp name>_Build.txt       the body of each GeOp (the graph the NPU builds)
+Stages: PreRunBegin (the graph NpuOptimizer got), After<Pass> after each pass that ran
+(AfterFusion, AfterPlacement, AfterPrecision, AfterPartition, AfterDump), PreRunAfterBuild (the graph
+it returned), then the GeOp bodies.
+
+DUMP_GE_GRAPH: 1 everything; 2 without constant data (tensor values dropped, dtype and shape kept);
+3 nodes and edges only (name, op, inputs, device). DUMP_GRAPH_LEVEL: 1 every stage; 2 (default) the
+trustlisted ones: PreRunBegin, PreRunAfterBuild and the GeOp bodies; 3 the last graph (PreRunAfterBuild)
+and the GeOp bodies; 4 the first (PreRunBegin); or names joined by `|`: the stages whose name
+contains one of them. DUMP_GRAPH_PATH: the folder (created; default the working directory).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+
+from tensorflow.core.framework import graph_pb2
+
+from npu_sim_bridge.errors import ConfigError, NpuSimError
+from npu_sim_bridge.graph.ports import output_ports
+
+GEOP_ATTR = "_npu_sim_geop"
+FIRST, LAST, BUILD = "PreRunBegin", "PreRunAfterBuild", "Build"
+_sequence = itertools.count()
+_sequence_lock = threading.Lock()
+
+
+def stage_name(pass_name: str) -> str:
+    """'AfterPrecision' for the pass 'precision'."""
+    return "After" + "".join(part.capitalize() for part in pass_name.split("_"))
+
+
+class GraphDumper:
+    """Writes the graph stages one rewrite goes through, as the environment asks."""
+
+    def __init__(self, graph_id: str, detail: int, level: str, directory: str):
+        self.graph_id = graph_id
+        self.detail = detail
+        self.level = level
+        self.directory = directory
+        self.written: list[str] = []
+
+    def wants(self, stage: str) -> bool:
+        if self.level == "1":
+            return True
+        if self.level == "2":
+            return stage in (FIRST, LAST, BUILD)
+        if self.level == "3":
+            return stage in (LAST, BUILD)
+        if self.level == "4":
+            return stage == FIRST
+        return any(part and part in stage for part in self.level.split("|"))
+
+    def stage(self, stage: str, graph_def: graph_pb2.GraphDef) -> None:
+        if self.wants(stage):
+            self._write(f"graph_{self.graph_id}_{stage}", graph_def)
+
+    def finish(self, graph_def: graph_pb2.GraphDef) -> None:
+        """The returned graph, then each GeOp's body as a graph of its own."""
+        self.stage(LAST, graph_def)
+        if not self.wants(BUILD):
+            return
+        functions = {function.signature.name: function for function in graph_def.library.function}
+        for node in graph_def.node:
+            if GEOP_ATTR not in node.attr or "f" not in node.attr:
+                continue
+            body = functions.get(node.attr["f"].func.name)
+            if body is not None:
+                self._write(f"graph_{node.name}_{BUILD}", _body_graph(body, graph_def))
+
+    def _write(self, name: str, graph_def: graph_pb2.GraphDef) -> None:
+        with _sequence_lock:
+            number = next(_sequence)
+        path = os.path.join(self.directory, f"ge_proto_{number:08d}_{name}.txt")
+        try:
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(str(_shaped(graph_def, self.detail)))
+        except OSError as err:
+            raise ConfigError(f"environment variable DUMP_GRAPH_PATH={self.directory!r}: cannot write {path} "
+                              f"({err}); point it at a writable folder") from err
+        self.written.append(path)
+
+
+def from_environment(graph_id: str, environ=None) -> GraphDumper | None:
+    """The dumper DUMP_GE_GRAPH asks for, or None when graph dumps are off."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get("DUMP_GE_GRAPH", "").strip()
+    if raw in ("", "0"):
+        return None
+    if raw not in ("1", "2", "3"):
+        raise ConfigError(f"environment variable DUMP_GE_GRAPH={raw!r} is invalid; it should be 1 (full graph), "
+                          "2 (without constant data) or 3 (nodes and edges only), or unset")
+    level = environ.get("DUMP_GRAPH_LEVEL", "").strip() or "2"
+    directory = os.path.abspath(environ.get("DUMP_GRAPH_PATH", "").strip() or os.getcwd())
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"environment variable DUMP_GRAPH_PATH={directory!r}: cannot create it ({err}); "
+                          "point it at a writable folder") from err
+    return GraphDumper(graph_id, int(raw), level, directory)
+
+
+def _shaped(graph_def: graph_pb2.GraphDef, detail: int) -> graph_pb2.GraphDef:
+    if detail == 1:
+        return graph_def
+    shaped = graph_pb2.GraphDef()
+    shaped.CopyFrom(graph_def)
+    nodes = list(shaped.node) + [node for function in shaped.library.function for node in function.node_def]
+    for node in nodes:
+        if detail == 3:
+            node.ClearField("attr")
+        elif "value" in node.attr and node.attr["value"].HasField("tensor"):
+            tensor = node.attr["value"].tensor
+            kept = (tensor.dtype, tensor.tensor_shape.SerializeToString())
+            tensor.Clear()
+            tensor.dtype = kept[0]
+            tensor.tensor_shape.ParseFromString(kept[1])
+    if detail == 3:
+        shaped.ClearField("library")
+    return shaped
+
+
+def _body_graph(function, graph_def: graph_pb2.GraphDef) -> graph_pb2.GraphDef:
+    """A GeOp's FunctionDef as a GraphDef (its arguments as Placeholders), with the library it calls."""
+    library = {f.signature.name: f for f in graph_def.library.function}
+    members = {node.name: node for node in function.node_def}
+    body = graph_pb2.GraphDef()
+    body.versions.CopyFrom(graph_def.versions)
+    for arg in function.signature.input_arg:
+        placeholder = body.node.add(name=arg.name, op="Placeholder")
+        placeholder.attr["dtype"].type = arg.type
+    for node in function.node_def:
+        copy = body.node.add()
+        copy.CopyFrom(node)
+        del copy.input[:]
+        copy.input.extend(_graph_input(text, members, library) for text in node.input)
+    for arg in function.signature.output_arg:
+        source = _graph_input(function.ret[arg.name], members, library)
+        body.node.add(name=f"_retval_{arg.name}", op="Identity", input=[source])
+    body.library.CopyFrom(graph_def.library)
+    return body
+
+
+def _graph_input(text: str, members, library) -> str:
+    """A function input ('node:output_arg:index' or 'arg') in graph form ('node:flat index' or 'arg')."""
+    control = "^" if text.startswith("^") else ""
+    parts = text.lstrip("^").split(":")
+    if len(parts) != 3 or parts[0] not in members:
+        return control + parts[0] + (f":{parts[-1]}" if len(parts) == 2 else "")
+    node, arg, index = members[parts[0]], parts[1], int(parts[2])
+    try:
+        ports = output_ports(node, library)
+        flat = next(i for i, port in enumerate(ports) if port.arg == arg and port.index == index)
+    except (NpuSimError, StopIteration):
+        flat = index
+    return control + (node.name if flat == 0 else f"{node.name}:{flat}")

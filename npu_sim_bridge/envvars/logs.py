@@ -1,0 +1,84 @@
+"""ASCEND_GLOBAL_LOG_LEVEL and ASCEND_SLOG_PRINT_TO_STDOUT onto the `npu_sim_bridge` logger.
+
+CANN's levels: 0 debug, 1 info, 2 warning, 3 error, 4 null (nothing). With
+ASCEND_SLOG_PRINT_TO_STDOUT=1 the records go to standard output, as CANN prints its logs there;
+otherwise to a plog file, as CANN writes them: $ASCEND_PROCESS_LOG_PATH, else
+~/ascend/log/debug/plog, file plog-<pid>_<time>.log. Without ASCEND_GLOBAL_LOG_LEVEL nothing is
+configured (the logger follows the application's logging set-up).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import warnings
+
+
+LOGGER_NAME = "npu_sim_bridge"
+LEVELS = {"0": logging.DEBUG, "1": logging.INFO, "2": logging.WARNING, "3": logging.ERROR,
+          "4": logging.CRITICAL + 10}
+_FORMAT = "[%(levelname)s] NPU_SIM(%(process)d,%(processName)s):%(asctime)s [%(module)s] %(message)s"
+_HANDLER_MARK = "_npu_sim_ascend_env"
+
+
+def apply_logging_environment(environ=None) -> logging.Handler | None:
+    """Configure the npu_sim_bridge logger from the Ascend variables; returns the handler it added."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get("ASCEND_GLOBAL_LOG_LEVEL")
+    if raw is None or raw.strip() == "":
+        return None
+    level = LEVELS.get(raw.strip())
+    if level is None:
+        warnings.warn(f"environment variable ASCEND_GLOBAL_LOG_LEVEL={raw!r} is invalid and was ignored; it "
+                      "should be one of 0 (debug), 1 (info), 2 (warning), 3 (error), 4 (null)", stacklevel=2)
+        return None
+    logger = logging.getLogger(LOGGER_NAME)
+    for handler in list(logger.handlers):  # one handler from the environment, even if applied twice
+        if getattr(handler, _HANDLER_MARK, False):
+            logger.removeHandler(handler)
+    logger.setLevel(level)
+    if environ.get("ASCEND_SLOG_PRINT_TO_STDOUT", "0").strip() == "1":
+        handler: logging.Handler = logging.StreamHandler(sys.stdout)
+    else:
+        handler = logging.FileHandler(_plog_path(environ), delay=True, encoding="utf-8")
+    setattr(handler, _HANDLER_MARK, True)
+    handler.setFormatter(logging.Formatter(_FORMAT))
+    logger.addHandler(handler)
+    logger.propagate = False  # the Ascend variables say where the records go
+    return handler
+
+
+def _plog_path(environ) -> str:
+    directory = environ.get("ASCEND_PROCESS_LOG_PATH") or os.path.join(
+        os.path.expanduser("~"), "ascend", "log", "debug", "plog")
+    os.makedirs(directory, exist_ok=True)
+    return os.path.join(directory, f"plog-{os.getpid()}_{time.strftime('%Y%m%d%H%M%S')}.log")
+
+
+def log_rewrite(report) -> None:
+    """At INFO, what one rewrite did: each pass with its counters, the GeOps, the casts and dtype changes."""
+    logger = logging.getLogger(LOGGER_NAME)
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    summary = report.summary
+    logger.info("NpuOptimizer rewrote graph %s (item %s): %d nodes in, %d out, %.1f ms", report.graph_id,
+                report.item_id or "-", summary["nodes_before"], summary["nodes_after"], report.seconds * 1000)
+    for record in report.passes:
+        stats = ", ".join(f"{key}={value}" for key, value in record.stats.items())
+        logger.info("  pass %s: %s%s", record.name, "changed" if record.changed else "no change",
+                    f" ({stats})" if stats else "")
+    geops = summary["geops"]
+    logger.info("  GeOps: %d%s", len(geops), f" ({', '.join(geops)})" if geops else "")
+    logger.info("  casts added: %d; dtype changes: %d; lists: %s", _casts_added(report), summary["dtype_changes"],
+                ", ".join(f"{k} {v}" for k, v in summary["lists"].items()) or "-")
+    for text in report.warnings:
+        logger.warning("  %s", text)
+
+
+def _casts_added(report) -> int:
+    for record in report.passes:
+        if record.name == "precision":
+            return int(record.stats.get("casts_inserted", 0)) + int(record.stats.get("round_trips", 0))
+    return 0
