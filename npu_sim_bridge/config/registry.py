@@ -304,9 +304,10 @@ _TABLE = (
     Key("debug_dir", "s", "", doc="directory for operator debug files"),
     Key("dump_data", "s", "tensor", allowed=("tensor", "stats"), doc="dump whole tensors or statistics only"),
     Key("dump_layer", "s", "", doc="names of the ops to dump, separated by spaces"),
-    # --- accepted for real hardware only: profiling and tuning ---
-    Key("profiling_mode", "b", False, doc="collect profiling data"),
-    Key("profiling_options", "s", "", doc="profiling options (JSON)"),
+    # --- profiling: a chrome://tracing / Perfetto trace of the steps (npu_sim_bridge.profiling) ---
+    Key("profiling_mode", "b", False, acts=True, doc="collect profiling data"),
+    Key("profiling_options", "s", "", acts=True, doc="profiling options (JSON)"),
+    # --- accepted for real hardware only: tuning ---
     Key("fp_point", "s", "", doc="first forward op for training-trace profiling (older releases)"),
     Key("bp_point", "s", "", doc="last backward op for training-trace profiling (older releases)"),
     Key("auto_tune_mode", "s", "", doc="TBE auto tuning mode (deprecated)"),
