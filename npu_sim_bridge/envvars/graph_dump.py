@@ -142,7 +142,8 @@ def _body_graph(function, graph_def: graph_pb2.GraphDef) -> graph_pb2.GraphDef:
         copy.input.extend(_graph_input(text, members, library) for text in node.input)
     for arg in function.signature.output_arg:
         source = _graph_input(function.ret[arg.name], members, library)
-        body.node.add(name=f"_retval_{arg.name}", op="Identity", input=[source])
+        result = body.node.add(name=f"retval/{arg.name}", op="Identity", input=[source])
+        result.attr["T"].type = arg.type
     body.library.CopyFrom(graph_def.library)
     return body
 

@@ -1,9 +1,9 @@
 """profiling_options: the JSON object the real adapter takes, read into a ProfilingOptions.
 
 Keys that act here: "output" (the folder; default ./profiling), "training_trace" and "task_trace"
-("on"/"off"). task_trace on: each GeOp with its ops inside, and the host ops. training_trace alone:
-the GeOps and host ops of each step, without the ops inside. An empty string means task_trace on.
-"sim_steps" (a simulator extension, dump_step syntax: "0|5|10-20") selects the steps; default every
+("on"/"off"; task_trace is on unless only training_trace is set). task_trace on: each GeOp with its
+ops inside, and the host ops. training_trace alone: the GeOps and host ops of each step, without the
+ops inside. "sim_steps" (a simulator extension, dump_step syntax: "0|5|10-20") selects the steps; default every
 step. Every other real key (aicpu, aic_metrics, fp_point, bp_point, hccl, l2, msproftx, ...) is
 accepted without effect.
 """
@@ -66,7 +66,7 @@ def parse_profiling_options(text: str | bytes | None) -> ProfilingOptions:
         raise ConfigError(f"option profiling_options has unknown keys {', '.join(map(repr, unknown))}; known keys: "
                           + ", ".join(sorted(KNOWN_KEYS)))
     training = _switch(data, "training_trace", "off")
-    task = _switch(data, "task_trace", "off" if training or text else "on")
+    task = _switch(data, "task_trace", "off" if training else "on")
     if not (training or task):
         raise ConfigError("option profiling_options turns both training_trace and task_trace off, so there is "
                           "nothing to trace; set \"task_trace\":\"on\"")

@@ -1,7 +1,8 @@
 """The smaller config objects NPURunConfig takes (profiling, memory, dynamic input, experimental) as NpuOptimizer keys.
 
 Each has `parameters()`: the parameter_map keys and values NPUEstimator writes for it. The
-simulation accepts all of them; none changes what it does (see npu_sim_bridge.config.KEYS).
+simulation accepts all of them; only ProfilingConfig changes what it does (a trace of the steps,
+npu_sim_bridge.profiling; see npu_sim_bridge.config.KEYS).
 """
 
 
