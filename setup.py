@@ -35,7 +35,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.9,<3.12",
     packages=find_packages(include=["npu_sim_bridge", "npu_sim_bridge.*"]),
-    package_data={"npu_sim_bridge.native": ["*.cc"], "npu_sim_bridge.precision_tool": ["*.cfg"]},
+    package_data={"npu_sim_bridge.native": ["*.cc"], "npu_sim_bridge.precision_tool": ["*.cfg"],
+                  "npu_sim_bridge.report": ["*.html", "*.js"]},
     cmdclass={"build_py": BuildWithOpsInfo},
     # TensorFlow itself is not a hard requirement so that users keep the build they have
     # (tensorflow, tensorflow-cpu or tensorflow[and-cuda] 2.15); the extras install one.

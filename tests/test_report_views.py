@@ -12,8 +12,7 @@ from tensorflow.core.framework import graph_pb2
 
 import npu_sim_bridge
 from npu_sim_bridge.cli.main import main as cli_main
-from npu_sim_bridge.report import layout
-from npu_sim_bridge.report.views import display_graph, picture_data
+from npu_sim_bridge.report.views import body_key, display_graph, picture_data
 
 
 def small_graph():
@@ -69,21 +68,38 @@ def test_report_dir_gets_graphs_tensorboard_run_and_picture(tmp_path):
 def test_display_graph_draws_geop_bodies_in_place_of_their_calls():
     result = npu_sim_bridge.rewrite(small_graph().as_graph_def(), {"mix_compile_mode": True}, fetches=["out"])
     nodes, edges = display_graph(result.graph_def)
-    names = {name: geop for name, _, geop in nodes}
+    geop_of = {key: geop for key, _, _, geop in nodes}
     geop = result.report.nodes["h"].geop
-    assert geop not in names and names["h"] == geop and names["x"] == ""
-    assert ("x", "h", False) in edges                   # a call input reaches the body node that reads it
-    assert ("h", "host_log", False) in edges or any(src == "h" and names.get(dst) == "" for src, dst, _ in edges)
+    assert geop not in geop_of and geop_of[body_key(geop, "h")] == geop and geop_of["x"] == ""
+    assert ("x", body_key(geop, "h"), False) in edges          # a call input reaches the body node that reads it
+    assert (body_key(geop, "h"), "add", False) in edges         # a GeOp output leaves from the body node
 
 
-def test_layered_layout_orders_layers_breaks_cycles_and_wraps_wide_layers():
-    layer, position = layout.layered_layout(4, [(0, 1), (1, 2), (2, 3), (3, 1)])
-    assert layer[0] < layer[1] < layer[2] < layer[3]
-    sources = list(range(1, 101))
-    layer, position = layout.layered_layout(102, [(s, 101) for s in sources] + [(0, 101)])
-    xs, ys = layout.grid_coordinates(layer, position)
-    columns = {xs[s] for s in sources}
-    assert len(columns) >= 100 // layout.MAX_COLUMN and max(xs) > 0
+def test_the_fetched_name_twin_of_a_geop_output_is_its_own_box_not_a_self_loop():
+    result = npu_sim_bridge.rewrite(small_graph().as_graph_def(), {"mix_compile_mode": True}, fetches=["out"])
+    data = picture_data(result.report, result.graph_def)
+    outs = [i for i, node in enumerate(data["nodes"]) if node["n"] == "out"]
+    assert len(outs) == 2  # the Sum inside its GeOp, and the node that keeps the name "out" for the caller
+    inside, twin = sorted(outs, key=lambda i: data["nodes"][i]["g"], reverse=True)
+    assert data["nodes"][inside]["o"] == "Sum" and data["nodes"][inside]["g"] >= 0
+    assert data["nodes"][twin]["g"] == -1 and "keeps the name of out" in data["nodes"][twin]["r"]
+    assert [inside, twin, 0] in data["edges"]
+    assert all(a != b for a, b, _ in data["edges"])
+
+
+def test_picture_groups_nodes_by_name_scope_inside_their_geops():
+    result = npu_sim_bridge.rewrite(small_graph().as_graph_def(), {"mix_compile_mode": True}, fetches=["out"])
+    data = picture_data(result.report, result.graph_def)
+    groups = data["groups"]
+    geop_groups = [g for g in groups if g["g"] >= 0]
+    assert sorted(g["k"] for g in geop_groups) == data["geops"] and all(g["p"] == -1 for g in geop_groups)
+    softmax = next(node for node in data["nodes"] if node["o"] == "Softmax")
+    scope = groups[softmax["s"]]                              # Softmax sits in its GeOp's box
+    while scope["p"] >= 0:
+        scope = groups[scope["p"]]
+    assert scope["g"] == softmax["g"] >= 0
+    host = next(node for node in data["nodes"] if node["n"] == "host_log")
+    assert host["s"] == -1 and host["p"] == "host"
 
 
 def test_cli_inspect_writes_the_views(tmp_path, capsys):
@@ -107,4 +123,4 @@ def test_picture_of_a_cnn_training_graph():
     lists = {node["l"] for node in data["nodes"]}
     assert {"white", "gray", "black"} <= lists
     assert {node["p"] for node in data["nodes"]} >= {"host", "device"}
-    assert all(isinstance(node["x"], float) and isinstance(node["y"], float) for node in data["nodes"])
+    assert all(-1 <= node["s"] < len(data["groups"]) for node in data["nodes"])

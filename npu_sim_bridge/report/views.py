@@ -14,7 +14,6 @@ import os
 import socket
 import time
 
-from npu_sim_bridge.report.layout import grid_coordinates, layered_layout
 
 HIDDEN_SCOPE = "npu_sim_dump/"  # dump instrumentation: not drawn
 _GEOP_ATTR = "_npu_sim_geop"
@@ -55,23 +54,28 @@ def write_events(logdir: str, graph_def) -> str:
     return path
 
 
-def display_graph(graph_def) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, bool]]]:
-    """(nodes (name, op, GeOp or ""), edges (producer, consumer, is_control)) with GeOp bodies drawn in place."""
+def display_graph(graph_def) -> tuple[list[tuple[str, str, str, str]], list[tuple[str, str, bool]]]:
+    """The rewritten graph with each GeOp's body drawn in place of its call.
+
+    Returns nodes (key, name, op, GeOp or "") and edges (producer key, consumer key, is_control). A body
+    node's key is "<GeOp>\x1f<name>", so it stays apart from the top-level node that keeps its name for the
+    caller (the fetched-name twin of a GeOp output): that twin is drawn with an edge from the body node,
+    never as a self-loop.
+    """
     functions = {f.signature.name: f for f in graph_def.library.function}
     geops = {node.name: functions.get(node.attr["f"].func.name) for node in graph_def.node
              if _GEOP_ATTR in node.attr and "f" in node.attr}
     nodes = []
-    outputs = {}   # (geop, output index) -> body node
+    outputs = {}   # (geop, output index) -> body node key
     for node in graph_def.node:
         body = geops.get(node.name)
         if body is None:
-            nodes.append((node.name, node.op, ""))
+            nodes.append((node.name, node.name, node.op, ""))
             continue
-        names = [arg.name for arg in body.signature.output_arg]
-        for index, arg in enumerate(names):
-            outputs[(node.name, index)] = body.ret[arg].split(":")[0]
-        nodes.extend((member.name, member.op, node.name) for member in body.node_def
-                     if not member.name.startswith(HIDDEN_SCOPE))
+        for index, arg in enumerate(body.signature.output_arg):
+            outputs[(node.name, index)] = body_key(node.name, body.ret[arg.name].split(":")[0])
+        nodes.extend((body_key(node.name, member.name), member.name, member.op, node.name)
+                     for member in body.node_def if not member.name.startswith(HIDDEN_SCOPE))
     calls = {node.name: node for node in graph_def.node}
 
     def source(text: str) -> str:
@@ -96,37 +100,63 @@ def display_graph(graph_def) -> tuple[list[tuple[str, str, str]], list[tuple[str
                 if name in args:
                     index = args[name]
                     if index < len(call_inputs):
-                        edges.append((source(call_inputs[index]), member.name, False))
+                        edges.append((source(call_inputs[index]), body_key(node.name, member.name), False))
                 else:
-                    edges.append((name, member.name, text.startswith("^")))
+                    edges.append((body_key(node.name, name), body_key(node.name, member.name),
+                                  text.startswith("^")))
     return nodes, edges
 
 
+def body_key(geop: str, name: str) -> str:
+    return f"{geop}\x1f{name}"
+
+
 def picture_data(report, graph_def) -> dict:
-    """The laid-out picture: node boxes with their decisions, edges, GeOps and totals."""
+    """What the page draws: nodes with their decisions, the name-scope groups (GeOps first), edges, totals."""
     nodes, edges = display_graph(graph_def)
-    index = {name: position for position, (name, _, _) in enumerate(nodes)}
-    links = [(index[a], index[b], control) for a, b, control in edges if a in index and b in index]
-    layer, position = layered_layout(len(nodes), [(a, b) for a, b, _ in links])
-    xs, ys = grid_coordinates(layer, position)
-    geops = sorted({geop for _, _, geop in nodes if geop})
+    index = {key: position for position, (key, _, _, _) in enumerate(nodes)}
+    links = sorted({(index[a], index[b], control) for a, b, control in edges
+                    if a in index and b in index and index[a] != index[b]})
+    geops = sorted({geop for _, _, _, geop in nodes if geop})
+    groups: list[dict] = []
+    group_index: dict[tuple, int] = {}
+
+    def group(path: tuple) -> int:
+        if not path:
+            return -1
+        found = group_index.get(path)
+        if found is None:
+            parent = group(path[:-1])
+            is_geop = len(path) == 1 and path[0].startswith("\x1f")
+            label = path[-1].lstrip("\x1f")
+            groups.append({"k": label, "n": "/".join(part.lstrip("\x1f") for part in path), "p": parent,
+                           "g": geops.index(label) if is_geop else -1})
+            found = group_index[path] = len(groups) - 1
+        return found
+
+    in_bodies = {name: geop for _, name, _, geop in nodes if geop}
     rows = []
-    for number, (name, op, geop) in enumerate(nodes):
+    for key, name, op, geop in nodes:
         decision = report.nodes.get(name) if report is not None else None
         placement = "device" if geop else (decision.placement if decision and decision.placement else "")
-        if decision is not None and decision.geop and not geop:
-            placement = decision.placement or placement
+        twin = not geop and name in in_bodies
+        if twin:  # the top-level node that keeps a GeOp body node's name (fetched or preserved) for the caller
+            decision, placement = None, "host"
+        prefix = ("\x1f" + geop,) if geop else ()
         rows.append({
-            "n": name, "o": op, "x": round(xs[number], 1), "y": round(ys[number], 1), "layer": layer[number],
+            "n": name, "o": op, "s": group(prefix + tuple(name.split("/")[:-1])),
             "l": (decision.list if decision else None) or "",
             "p": placement, "g": geops.index(geop) if geop else -1,
-            "d": _dtype(decision), "r": decision.reason if decision else "",
+            "d": _dtype(decision),
+            "r": (f"keeps the name of {name} (in {in_bodies[name]}) for the caller" if twin
+                  else decision.reason if decision else ""),
         })
     counts = collections.Counter(row["l"] or "none" for row in rows)
     return {
         "graph": report.graph_id if report is not None else "graph",
-        "nodes": rows, "edges": [[a, b, 1 if control else 0] for a, b, control in links], "geops": geops,
-        "totals": {"nodes": len(rows), "edges": len(links), "lists": dict(counts),
+        "nodes": rows, "groups": groups, "edges": [[a, b, 1 if control else 0] for a, b, control in links],
+        "geops": geops,
+        "totals": {"nodes": len(rows), "edges": len(links), "groups": len(groups), "lists": dict(counts),
                    "placements": dict(collections.Counter(row["p"] or "-" for row in rows))},
         "warnings": list(report.warnings) if report is not None else [],
     }
