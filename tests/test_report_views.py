@@ -51,7 +51,19 @@ def test_report_dir_gets_graphs_tensorboard_run_and_picture(tmp_path):
     events = glob.glob(os.path.join(str(tmp_path), "tensorboard", result.report.graph_id, "events.out.tfevents.*"))
     graphs = [graph_pb2.GraphDef.FromString(event.graph_def)
               for event in tf.compat.v1.train.summary_iterator(events[0]) if event.graph_def]
-    assert graphs == [result.graph_def]
+    (board,) = graphs  # the rewritten graph with GeOp bodies inlined, device and segment set for TensorBoard
+    nodes = {node.name: node for node in board.node}
+    geop = result.report.nodes["h"].geop
+    inlined = nodes[f"{geop}/h"]
+    assert inlined.op == "_FusedMatMul" and "device:NPU:0" in inlined.device
+    assert inlined.attr["_npu_sim_segment"].s.decode() == geop and geop not in nodes
+    assert "device:CPU:0" in nodes["host_log"].device and nodes["host_log"].attr["_npu_sim_segment"].s == b"host"
+    assert f"{geop}/x/NpuSimRound_0_float16" in inlined.input   # body edges keep their scope
+    readers = [node.name for node in board.node if "x" in node.input]  # the call's input reaches the body
+    assert readers and all(name.startswith(f"{geop}/") for name in readers)
+    assert any(text.startswith(f"{geop}/") for text in nodes["add"].input)  # and the result leaves from the body
+    with tf.Graph().as_default():                      # a GraphDef TensorFlow accepts
+        tf.graph_util.import_graph_def(board, name="")
     assert glob.glob(os.path.join(str(tmp_path), "tensorboard", result.report.graph_id + "_before", "events.*"))
 
     html = open(base + ".html").read()

@@ -22,8 +22,8 @@ import threading
 
 from tensorflow.core.framework import graph_pb2
 
-from npu_sim_bridge.errors import ConfigError, NpuSimError
-from npu_sim_bridge.graph.ports import output_ports
+from npu_sim_bridge.errors import ConfigError
+from npu_sim_bridge.graph.inline import graph_input
 
 GEOP_ATTR = "_npu_sim_geop"
 FIRST, LAST, BUILD = "PreRunBegin", "PreRunAfterBuild", "Build"
@@ -139,25 +139,15 @@ def _body_graph(function, graph_def: graph_pb2.GraphDef) -> graph_pb2.GraphDef:
         copy = body.node.add()
         copy.CopyFrom(node)
         del copy.input[:]
-        copy.input.extend(_graph_input(text, members, library) for text in node.input)
+        copy.input.extend(_input(text, members, library) for text in node.input)
     for arg in function.signature.output_arg:
-        source = _graph_input(function.ret[arg.name], members, library)
+        source = _input(function.ret[arg.name], members, library)
         result = body.node.add(name=f"retval/{arg.name}", op="Identity", input=[source])
         result.attr["T"].type = arg.type
     body.library.CopyFrom(graph_def.library)
     return body
 
 
-def _graph_input(text: str, members, library) -> str:
-    """A function input ('node:output_arg:index' or 'arg') in graph form ('node:flat index' or 'arg')."""
-    control = "^" if text.startswith("^") else ""
-    parts = text.lstrip("^").split(":")
-    if len(parts) != 3 or parts[0] not in members:
-        return control + parts[0] + (f":{parts[-1]}" if len(parts) == 2 else "")
-    node, arg, index = members[parts[0]], parts[1], int(parts[2])
-    try:
-        ports = output_ports(node, library)
-        flat = next(i for i, port in enumerate(ports) if port.arg == arg and port.index == index)
-    except (NpuSimError, StopIteration):
-        flat = index
-    return control + (node.name if flat == 0 else f"{node.name}:{flat}")
+def _input(text: str, members, library) -> str:
+    converted = graph_input(text, members, library)
+    return converted if converted is not None else text  # a function argument: its Placeholder

@@ -3,8 +3,9 @@
 For a report with base path DIR/<graph id>:
   <graph id>.before.pbtxt, <graph id>.after.pbtxt   the GraphDef the pipeline got and the one it returned
   tensorboard/<graph id>/ and tensorboard/<graph id>_before/   events files: `tensorboard --logdir DIR/tensorboard`
-  <graph id>.html    a standalone picture (no network): the rewritten graph with each GeOp's body drawn in
-                     place of its call, coloured by list (white/black/gray), host/device and GeOp segment
+                     (the rewritten graph with GeOp bodies inlined, device and segment set: report/tensorboard.py)
+  <graph id>.html    a standalone picture (no network, report/picture.py): name scopes that open and close,
+                     each GeOp a box holding its body, coloured by list (white/black/gray), host/device and GeOp
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ def write_views(base: str, report, before, after) -> list[str]:
             handle.write(str(graph_def))  # text format; str() is the native encoder, ~7x text_format's speed
         written.append(path)
     directory, graph_id = os.path.split(base)
-    written.append(write_events(os.path.join(directory, "tensorboard", graph_id), after))
+    from npu_sim_bridge.report.tensorboard import tensorboard_graph
+
+    # GeOp bodies inlined under their GeOp's scope, with device and segment, so TensorBoard colours them.
+    written.append(write_events(os.path.join(directory, "tensorboard", graph_id),
+                                tensorboard_graph(after, hidden_scope=HIDDEN_SCOPE)))
     written.append(write_events(os.path.join(directory, "tensorboard", graph_id + "_before"), before))
     from npu_sim_bridge.report.picture import render_html
 
