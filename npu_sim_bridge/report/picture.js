@@ -9,7 +9,7 @@ const BORDER = {device: "#1b9e3e", host: "#e67e00", "": "#78909c"};
 const HALO = D.geops.map((g, i) => `hsl(${(290 + i * 137) % 360},70%,55%)`);
 const INK = D.geops.map((g, i) => `hsl(${(290 + i * 137) % 360},75%,30%)`);
 const TINT = D.geops.map((g, i) => `hsla(${(290 + i * 137) % 360},70%,55%,0.10)`);
-const NODE_H = 34, GROUP_H = 44, PAD = 12, HEAD = 22, GAP_X = 46, GAP_Y = 10, MAX_COLUMN = 24;
+const NODE_H = 34, GROUP_H = 44, PAD = 12, HEAD = 22, GAP_X = 46, GAP_Y = 10, MAX_COLUMN = 24, BAND_GAP = 56, ASPECT = 1.6, FOLD_AFTER = 1600;
 
 // ---- the group tree -------------------------------------------------------------------------------------
 const kidGroups = G.map(() => []), kidNodes = G.map(() => []), rootGroups = [], rootNodes = [];
@@ -97,18 +97,28 @@ function layoutContainer(container, inner) {
       c.forEach((k, r) => { pos[k] = r; });
     }
   }
-  let x = 0, height = 0;
-  const placed = [];
+  const columns2 = [];                    // [members, width, height]; a long layer wraps into several columns
   for (const c of cols) for (let s = 0; s < c.length; s += MAX_COLUMN) {
     const part = c.slice(s, s + MAX_COLUMN);
-    let y = 0, width = 0;
-    for (const k of part) { placed.push([us[k], x, y]); y += UH[us[k]] + GAP_Y; width = Math.max(width, UW[us[k]]); }
-    height = Math.max(height, y - GAP_Y);
-    for (let t = placed.length - part.length; t < placed.length; t++) placed[t].push(y - GAP_Y);
-    x += width + GAP_X;
+    let width = 0, height = 0;
+    for (const k of part) { width = Math.max(width, UW[us[k]]); height += UH[us[k]] + GAP_Y; }
+    columns2.push([part, width, height - GAP_Y]);
   }
-  for (const [u, ux, uy, colh] of placed) rel.set(u, [ux, uy + (height - colh) / 2]);
-  const w = Math.max(0, x - GAP_X), top = container < 0 ? 0 : HEAD;
+  // A long chain of columns folds into bands stacked top to bottom, like lines of text, so that the
+  // container keeps about the shape of a screen instead of one line thousands of pixels long.
+  let total = 0, tallest = 0;
+  for (const [, width, height] of columns2) { total += width + GAP_X; tallest = Math.max(tallest, height); }
+  const long = total > FOLD_AFTER && total > ASPECT * 1.5 * (tallest + BAND_GAP);
+  const band = long ? Math.max(Math.sqrt(ASPECT * total * (tallest + BAND_GAP)), FOLD_AFTER / 2) : Infinity;
+  let x = 0, y = 0, width = 0;
+  for (const [part, colw, colh] of columns2) {
+    if (x > 0 && x + colw > band) { x = 0; y += tallest + BAND_GAP; }
+    let top = y + (tallest - colh) / 2;
+    for (const k of part) { rel.set(us[k], [x, top]); top += UH[us[k]] + GAP_Y; }
+    x += colw + GAP_X; width = Math.max(width, x - GAP_X);
+  }
+  const height = columns2.length ? y + tallest : 0;
+  const w = width, top = container < 0 ? 0 : HEAD;
   if (container < 0) return [w, height];
   for (const u of us) { const r = rel.get(u); r[0] += PAD; r[1] += top + PAD; }
   return [Math.max(w + 2 * PAD, textWidth(G[container].k) + 90), height + top + 2 * PAD];
@@ -169,7 +179,6 @@ function resize() {
   cx.setTransform(r, 0, 0, r, 0, 0); redraw();
 }
 function redraw() { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; draw(); }); } }
-function unitColour(u) { return u < NN ? N[u].g : G[u - NN].g; }
 function draw() {
   const w = innerWidth, h = innerHeight - 40;
   cx.setTransform(window.devicePixelRatio || 1, 0, 0, window.devicePixelRatio || 1, 0, 0);
@@ -246,7 +255,7 @@ function drawEdges(x0, y0, x1, y1) {
   for (const [a, b, count, data] of drawn) {
     const sx = UX[a] + UW[a], sy = UY[a] + UH[a] / 2, tx = UX[b], ty = UY[b] + UH[b] / 2;
     if ((sx < x0 && tx < x0) || (sx > x1 && tx > x1) || (sy < y0 && ty < y0) || (sy > y1 && ty > y1)) continue;
-    const widthPx = Math.min(7, 1 + Math.log2(count)) * scale;
+    const widthPx = Math.min(7 * scale, (1 + Math.log2(count)) * scale, UH[b] * 0.2);
     // Edges that only pass through the view, and edges away from the selected box, step back.
     const ends = (sx >= x0 && sx <= x1 && sy >= y0 && sy <= y1) + (tx >= x0 && tx <= x1 && ty >= y0 && ty <= y1);
     const touched = sel < 0 || a === sel || b === sel;
@@ -258,7 +267,7 @@ function drawEdges(x0, y0, x1, y1) {
     const c1x = sx + bend, c2x = tx - bend, c1y = back ? sy - bend : sy, c2y = back ? ty - bend : ty;
     cx.beginPath(); cx.moveTo(sx, sy); cx.bezierCurveTo(c1x, c1y, c2x, c2y, tx - 7 * scale, ty); cx.stroke();
     cx.setLineDash([]);
-    const head = Math.max(7, widthPx * 2.2) * (S < 1 ? scale : 1);
+    const head = Math.min(Math.max(7 * scale, widthPx * 2.2), UH[b] * 0.45);
     cx.fillStyle = data ? `rgba(38,50,56,${0.85 * alpha})` : `rgba(120,144,156,${0.85 * alpha})`;
     cx.beginPath(); cx.moveTo(tx, ty); cx.lineTo(tx - head, ty - head * 0.55); cx.lineTo(tx - head, ty + head * 0.55); cx.closePath(); cx.fill();
     if (count > 1 && S > 0.6) {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import socket
 import time
 
@@ -122,7 +123,7 @@ def picture_data(report, graph_def) -> dict:
     index = {key: position for position, (key, _, _, _) in enumerate(nodes)}
     links = sorted({(index[a], index[b], control) for a, b, control in edges
                     if a in index and b in index and index[a] != index[b]})
-    geops = sorted({geop for _, _, _, geop in nodes if geop})
+    geops = sorted({geop for _, _, _, geop in nodes if geop}, key=_natural)
     groups: list[dict] = []
     group_index: dict[tuple, int] = {}
 
@@ -165,6 +166,11 @@ def picture_data(report, graph_def) -> dict:
                    "placements": dict(collections.Counter(row["p"] or "-" for row in rows))},
         "warnings": list(report.warnings) if report is not None else [],
     }
+
+
+def _natural(name: str) -> list:
+    """GeOp1_2 before GeOp1_10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _dtype(decision) -> str:
