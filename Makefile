@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(PY) examples/quickstart_session.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -rs tests
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_bridge_overhead.py

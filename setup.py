@@ -44,7 +44,7 @@ setup(
     extras_require={
         "cpu": ["tensorflow-cpu>=2.15,<2.16", "tensorflow-estimator>=2.15,<2.16"],
         "gpu": ["tensorflow[and-cuda]>=2.15,<2.16", "tensorflow-estimator>=2.15,<2.16"],
-        "test": ["pytest", "hypothesis"],
+        "test": ["pytest", "hypothesis", "pillow"],
     },
     entry_points={"console_scripts": ["npu-sim=npu_sim_bridge.cli.main:main"]},
 )
