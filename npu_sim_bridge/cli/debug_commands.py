@@ -58,6 +58,11 @@ def cmd_compare(args) -> int:
     if args.out:
         write_atomic(args.out, render.to_csv(result) if out_kind == ".csv" else render.to_json(result), "--out")
         print(f"wrote {args.out}")
+    if args.msaccucmp:
+        from npu_sim_bridge.dumps.msaccucmp import write_result_csvs
+
+        for path in write_result_csvs(result, args.msaccucmp):
+            print(f"wrote {path}")
     return 0
 
 
@@ -92,6 +97,8 @@ def add_debug_commands(commands) -> None:
     compare.add_argument("dump_a", metavar="DUMP_A")
     compare.add_argument("dump_b", metavar="DUMP_B")
     compare.add_argument("--out", metavar="FILE", help="also write every row to FILE (.csv or .json)")
+    compare.add_argument("--msaccucmp", metavar="DIR", help="also write msaccucmp's result_*.csv files (its "
+                                                             "columns and metrics) into DIR")
     compare.add_argument("--atol", type=finite_number, default=0.0, help="absolute tolerance (default 0: any difference)")
     compare.add_argument("--rtol", type=finite_number, default=0.0, help="tolerance relative to max|A| (default 0)")
     compare.add_argument("--step", action="append", type=step_number, metavar="N", help="compare only these steps")

@@ -3,6 +3,7 @@
 reader.py   find the graph dumps under a folder, their steps, tensors and overflow records
 compare.py  per-tensor cosine similarity and errors, the first divergent op in graph order
 render.py   the comparison as a table for people, CSV or JSON for programs; a progress bar
+msaccucmp.py  the comparison as msaccucmp's result_*.csv files (its columns and metrics)
 """
 
 from npu_sim_bridge.dumps.compare import CompareResult, DumpMismatchError, compare_dumps
