@@ -33,7 +33,15 @@ setup(
     description="Ascend's TensorFlow adapter (npu_bridge) simulated on plain TensorFlow 2.15",
     long_description=long_description,
     long_description_content_type="text/markdown",
-    python_requires=">=3.9,<3.12",
+    # The code uses Python 3.10 syntax at import time and CI runs 3.11; TensorFlow 2.15 has no 3.12 wheel.
+    python_requires=">=3.11,<3.12",
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3.11",
+        "License :: OSI Approved :: Apache Software License",
+        "Operating System :: POSIX :: Linux",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
     packages=find_packages(include=["npu_sim_bridge", "npu_sim_bridge.*"]),
     package_data={"npu_sim_bridge.native": ["*.cc"], "npu_sim_bridge.precision_tool": ["*.cfg"],
                   "npu_sim_bridge.report": ["*.html", "*.js"]},
