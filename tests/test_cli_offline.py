@@ -81,3 +81,15 @@ def test_info_names_soc_library_tensorflow_shim_and_options(tmp_path):
     assert {"aoe_mode", "op_debug_level"} <= set(info["options_without_effect"])
     text = npu_sim(["info"], tmp_path).stdout
     assert "simulated SoC: Ascend910" in text and "build key: tf" in text and "accepted without effect" in text
+
+
+def test_the_first_import_says_it_is_compiling_and_later_imports_are_quiet(tmp_path):
+    environ = {key: value for key, value in os.environ.items() if key not in ("NPU_SIM_SKIP_NATIVE", "CXX")}
+    environ.update(NPU_SIM_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    command = [sys.executable, "-c", "import npu_sim_bridge"]
+    first = subprocess.run(command, capture_output=True, text=True, env=environ, timeout=300, check=False)
+    assert first.returncode == 0, first.stderr
+    lines = [line for line in first.stderr.splitlines() if line.startswith("npu_sim_bridge:")]
+    assert len(lines) == 1 and "compiling the NpuOptimizer shim into" in lines[0] and str(tmp_path) in lines[0]
+    second = subprocess.run(command, capture_output=True, text=True, env=environ, timeout=300, check=False)
+    assert second.returncode == 0 and "npu_sim_bridge:" not in second.stderr

@@ -70,7 +70,7 @@ function relayout() {
   }
   frames = []; units = [];
   const [w, h] = layoutContainer(-1, inner);
-  place(-1, 0, 0, inner);
+  place(-1, 0, 0);
   drawn = Array.from(bundles.values());
   return [w, h];
 }
@@ -123,11 +123,11 @@ function layoutContainer(container, inner) {
   for (const u of us) { const r = rel.get(u); r[0] += PAD; r[1] += top + PAD; }
   return [Math.max(w + 2 * PAD, textWidth(G[container].k) + 90), height + top + 2 * PAD];
 }
-function place(container, ox, oy, inner) {
+function place(container, ox, oy) {
   for (const u of members(container)) {
     const [rx, ry] = rel.get(u);
     UX[u] = ox + rx; UY[u] = oy + ry;
-    if (u >= NN && open[u - NN]) { frames.push(u); place(u - NN, UX[u], UY[u], inner); } else units.push(u);
+    if (u >= NN && open[u - NN]) { frames.push(u); place(u - NN, UX[u], UY[u]); } else units.push(u);
   }
 }
 function mean(list, pos, fallback) { if (!list.length) return fallback; let s = 0; for (const k of list) s += pos[k]; return s / list.length; }
