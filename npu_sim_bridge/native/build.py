@@ -201,8 +201,9 @@ def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME
             logger.warning("npu_sim_bridge: rebuilding the native library %s: %s", target, problem)
         compiler = _compiler()
         compile_flags, link_flags = _build_flags()
-        print(f"npu_sim_bridge: compiling the NpuOptimizer shim into {directory} (once per TensorFlow "
-              "version, about 6 s)", file=sys.stderr, flush=True)
+        what = "the NpuOptimizer shim" if source == SOURCE else f"the NPU op library ({os.path.basename(source)})"
+        print(f"npu_sim_bridge: compiling {what} into {directory} (once per TensorFlow version, about 6 s)",
+              file=sys.stderr, flush=True)
         fd, partial = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=directory)
         os.close(fd)
         command = [compiler, "-shared", "-fPIC", "-O2", *compile_flags, source, "-o", partial,
