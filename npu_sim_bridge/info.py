@@ -1,4 +1,4 @@
-"""What this installation simulates: SoC, operator library, TensorFlow, the shim, and which options act.
+"""What this installation simulates: SoC, operator library, TensorFlow, the shim, Ascend variables, options that act.
 
 `npu-sim info` prints it; `collect_info()` returns it as a dict. Nothing is compiled: the shim's path
 and build key are where the cache would hold it, with whether it is built.
@@ -24,6 +24,7 @@ def _soc_of(library_path: str) -> str:
 def collect_info(ops_info: str | None = None) -> dict:
     from npu_sim_bridge import __version__
     from npu_sim_bridge.config.registry import KEYS
+    from npu_sim_bridge.envvars import HONOURED, ignored_variables
     from npu_sim_bridge.ops_info import load_library
 
     path = ops_info or os.environ.get("NPU_SIM_OPS_INFO_PATH") or None
@@ -34,6 +35,8 @@ def collect_info(ops_info: str | None = None) -> dict:
         "soc": _soc_of(str(library.path)),
         "ops_info": {"path": str(library.path), "files": [os.path.basename(str(f)) for f in library.files],
                      **library.counts()},
+        "ascend_variables_honoured": sorted(HONOURED),
+        "ascend_variables_ignored": ignored_variables(),
         "options_that_act": sorted(name for name, key in KEYS.items() if key.acts),
         "options_without_effect": sorted(name for name, key in KEYS.items() if not key.acts),
     }
@@ -78,6 +81,9 @@ def format_info(info: dict) -> str:
         state = "built" if shim["built"] else "not built yet (built on first `import npu_sim_bridge`)"
         lines.append(f"NpuOptimizer shim: {shim['path']} ({state})")
         lines.append(f"  build key: {shim['build_key']}")
+    lines.append("Ascend environment variables read: " + ", ".join(info["ascend_variables_honoured"]))
+    ignored = info["ascend_variables_ignored"]
+    lines.append("Ascend environment variables set here and ignored: " + (", ".join(ignored) if ignored else "none"))
     lines.append(f"options that act ({len(info['options_that_act'])}):")
     lines.extend(_wrapped(info["options_that_act"]))
     lines.append(f"options accepted without effect in simulation ({len(info['options_without_effect'])}):")

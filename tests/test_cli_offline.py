@@ -69,7 +69,7 @@ def test_commands_that_run_sessions_still_need_the_shim(tmp_path):
 
 
 def test_info_names_soc_library_tensorflow_shim_and_options(tmp_path):
-    completed = npu_sim(["info", "--json"], tmp_path)
+    completed = npu_sim(["info", "--json"], tmp_path, ASCEND_OPP_PATH="/usr/local/Ascend/opp")
     assert completed.returncode == 0, completed.stderr
     info = json.loads(completed.stdout)
     assert info["soc"] == "Ascend910"
@@ -79,6 +79,7 @@ def test_info_names_soc_library_tensorflow_shim_and_options(tmp_path):
     assert info["shim"]["build_key"].startswith(f"tf{tf.__version__}-") and info["shim"]["built"] is False
     assert {"precision_mode", "mix_compile_mode", "profiling_mode"} <= set(info["options_that_act"])
     assert {"aoe_mode", "op_debug_level"} <= set(info["options_without_effect"])
+    assert "DUMP_GE_GRAPH" in info["ascend_variables_honoured"] and "ASCEND_OPP_PATH" in info["ascend_variables_ignored"]
     text = npu_sim(["info"], tmp_path).stdout
     assert "simulated SoC: Ascend910" in text and "build key: tf" in text and "accepted without effect" in text
 
