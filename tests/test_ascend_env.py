@@ -138,3 +138,32 @@ def test_a_bad_dump_ge_graph_value_fails_the_run_with_its_name(monkeypatch, npu_
     monkeypatch.setenv("DUMP_GE_GRAPH", "full")
     with pytest.raises(tf.errors.InvalidArgumentError, match="DUMP_GE_GRAPH=full is invalid"):
         _session_run(npu_config)
+
+
+@pytest.fixture(name="restored_logger")
+def restored_logger_fixture():
+    import logging
+
+    logger = logging.getLogger("npu_sim_bridge")
+    saved = (logger.level, list(logger.handlers), logger.propagate)
+    yield logger
+    logger.setLevel(saved[0])
+    logger.handlers[:] = saved[1]
+    logger.propagate = saved[2]
+
+
+def test_log_level_values_printing_alone_and_a_bad_value(restored_logger):
+    import logging
+
+    from npu_sim_bridge.envvars import apply_logging_environment
+
+    assert apply_logging_environment({}) is None
+    apply_logging_environment({"ASCEND_SLOG_PRINT_TO_STDOUT": "1"})  # printing without a level: CANN's default
+    assert restored_logger.level == logging.ERROR
+    apply_logging_environment({"ASCEND_GLOBAL_LOG_LEVEL": "0", "ASCEND_SLOG_PRINT_TO_STDOUT": "1"})
+    assert restored_logger.level == logging.DEBUG
+    assert sum(1 for h in restored_logger.handlers if getattr(h, "_npu_sim_ascend_env", False)) == 1
+    apply_logging_environment({"ASCEND_GLOBAL_LOG_LEVEL": "4", "ASCEND_SLOG_PRINT_TO_STDOUT": "1"})
+    assert not restored_logger.isEnabledFor(logging.CRITICAL)  # 4 is "null": nothing at all
+    with pytest.warns(UserWarning, match="ASCEND_GLOBAL_LOG_LEVEL='debug' is invalid"):
+        assert apply_logging_environment({"ASCEND_GLOBAL_LOG_LEVEL": "debug"}) is None

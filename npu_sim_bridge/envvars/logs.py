@@ -4,7 +4,8 @@ CANN's levels: 0 debug, 1 info, 2 warning, 3 error, 4 null (nothing). With
 ASCEND_SLOG_PRINT_TO_STDOUT=1 the records go to standard output, as CANN prints its logs there;
 otherwise to a plog file, as CANN writes them: $ASCEND_PROCESS_LOG_PATH, else
 ~/ascend/log/debug/plog, file plog-<pid>_<time>.log. Without ASCEND_GLOBAL_LOG_LEVEL nothing is
-configured (the logger follows the application's logging set-up).
+configured (the logger follows the application's logging set-up), unless ASCEND_SLOG_PRINT_TO_STDOUT=1
+asks for printing: then CANN's default level, 3 (error), applies.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import warnings
 
 
 LOGGER_NAME = "npu_sim_bridge"
+DEFAULT_LEVEL = "3"  # error, CANN's default
 LEVELS = {"0": logging.DEBUG, "1": logging.INFO, "2": logging.WARNING, "3": logging.ERROR,
           "4": logging.CRITICAL + 10}
 _FORMAT = "[%(levelname)s] NPU_SIM(%(process)d,%(processName)s):%(asctime)s [%(module)s] %(message)s"
@@ -26,10 +28,13 @@ _HANDLER_MARK = "_npu_sim_ascend_env"
 def apply_logging_environment(environ=None) -> logging.Handler | None:
     """Configure the npu_sim_bridge logger from the Ascend variables; returns the handler it added."""
     environ = os.environ if environ is None else environ
-    raw = environ.get("ASCEND_GLOBAL_LOG_LEVEL")
-    if raw is None or raw.strip() == "":
-        return None
-    level = LEVELS.get(raw.strip())
+    to_stdout = environ.get("ASCEND_SLOG_PRINT_TO_STDOUT", "0").strip() == "1"
+    raw = (environ.get("ASCEND_GLOBAL_LOG_LEVEL") or "").strip()
+    if not raw:
+        if not to_stdout:
+            return None
+        raw = DEFAULT_LEVEL  # printing asked for without a level: CANN's default level
+    level = LEVELS.get(raw)
     if level is None:
         warnings.warn(f"environment variable ASCEND_GLOBAL_LOG_LEVEL={raw!r} is invalid and was ignored; it "
                       "should be one of 0 (debug), 1 (info), 2 (warning), 3 (error), 4 (null)", stacklevel=2)
@@ -39,7 +44,7 @@ def apply_logging_environment(environ=None) -> logging.Handler | None:
         if getattr(handler, _HANDLER_MARK, False):
             logger.removeHandler(handler)
     logger.setLevel(level)
-    if environ.get("ASCEND_SLOG_PRINT_TO_STDOUT", "0").strip() == "1":
+    if to_stdout:
         handler: logging.Handler = logging.StreamHandler(sys.stdout)
     else:
         handler = logging.FileHandler(_plog_path(environ), delay=True, encoding="utf-8")
