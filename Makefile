@@ -8,7 +8,7 @@ STAMP := $(VENV)/.npu_sim_installed
 
 env: $(STAMP)
 
-$(STAMP): setup.py requirements-ci.txt
+$(STAMP): pyproject.toml setup.py requirements-ci.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-ci.txt
