@@ -45,13 +45,13 @@ def run_script(tmp_path, **env):
 
 def test_log_level_info_to_stdout_says_what_each_rewrite_did_and_names_ignored_variables(tmp_path):
     completed = run_script(tmp_path, ASCEND_GLOBAL_LOG_LEVEL="1", ASCEND_SLOG_PRINT_TO_STDOUT="1",
-                           ASCEND_OPP_PATH="/usr/local/Ascend/opp", HCCL_CONNECT_TIMEOUT="600")
+                           ASCEND_OPP_PATH="/usr/local/Ascend/opp", HCCL_WHITELIST_DISABLE="1")
     lines = [line for line in completed.stdout.splitlines() if "NPU_SIM(" in line]
     text = "\n".join(lines)
     assert "[INFO]" in text and "NpuOptimizer rewrote graph" in text
     assert "pass precision: changed" in text and "GeOps: 1 (GeOp" in text and "casts added:" in text
     assert "[DEBUG]" not in text
-    note = "Ascend environment variables accepted without effect in simulation: ASCEND_OPP_PATH, HCCL_CONNECT_TIMEOUT"
+    note = "Ascend environment variables accepted without effect in simulation: ASCEND_OPP_PATH, HCCL_WHITELIST_DISABLE"
     assert completed.stdout.count(note) >= 1
     warnings_line = next(line for line in completed.stdout.splitlines() if line.startswith("WARNINGS"))
     assert warnings_line.count("ASCEND_OPP_PATH") == 1
@@ -69,7 +69,7 @@ def test_log_level_error_is_quiet_and_without_stdout_the_records_go_to_a_plog_fi
 
 
 def test_ignored_variables_skip_the_honoured_and_the_simulators_own():
-    environ = {"ASCEND_GLOBAL_LOG_LEVEL": "1", "DUMP_GE_GRAPH": "1", "NPU_SIM_REPORT_DIR": "/tmp",
+    environ = {"ASCEND_GLOBAL_LOG_LEVEL": "1", "DUMP_GE_GRAPH": "1", "NPU_SIM_REPORT_DIR": "/tmp", "HCCL_EXEC_TIMEOUT": "9",
                "ASCEND_DEVICE_ID": "0", "GE_USE_STATIC_MEMORY": "1", "PATH": "/bin", "JOB_ID": "10087"}
     assert ignored_variables(environ) == ["ASCEND_DEVICE_ID", "GE_USE_STATIC_MEMORY", "JOB_ID"]
 

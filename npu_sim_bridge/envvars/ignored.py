@@ -6,8 +6,9 @@ import os
 
 # Read by the simulator (logging and graph dumps) or by the multi-rank launcher.
 HONOURED = frozenset({
-    "ASCEND_GLOBAL_LOG_LEVEL", "ASCEND_SLOG_PRINT_TO_STDOUT", "ASCEND_PROCESS_LOG_PATH",
-    "DUMP_GE_GRAPH", "DUMP_GRAPH_LEVEL", "DUMP_GRAPH_PATH",
+    "ASCEND_GLOBAL_LOG_LEVEL", "ASCEND_SLOG_PRINT_TO_STDOUT", "ASCEND_PROCESS_LOG_PATH",  # envvars/logs.py
+    "DUMP_GE_GRAPH", "DUMP_GRAPH_LEVEL", "DUMP_GRAPH_PATH",                              # envvars/graph_dump.py
+    "HCCL_CONNECT_TIMEOUT", "HCCL_EXEC_TIMEOUT",                                          # runtime/hccl
 })
 
 # Prefixes of the CANN toolkit's variables (set_env.sh, the adapter, GE, TBE, HCCL, profiling).
