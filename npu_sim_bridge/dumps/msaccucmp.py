@@ -20,6 +20,7 @@ result_<time>.csv when there is one, else <device>_<graph>_<step>_result_<time>.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import time
 
@@ -81,7 +82,9 @@ def _number(value) -> str:
 
 
 def write_result_csvs(result: CompareResult, folder: str) -> list[str]:
-    """Write msaccucmp's result_*.csv files for `result` into `folder`; returns their paths."""
+    """Write msaccucmp's result_*.csv files for `result` into `folder` (each atomically); returns their paths."""
+    from npu_sim_bridge.fileio import write_atomic
+
     os.makedirs(folder, exist_ok=True)
     stamp = time.strftime("%Y%m%d%H%M%S")
     jobs = [(pair, step) for pair in result.pairs for step in pair.steps]
@@ -89,27 +92,31 @@ def write_result_csvs(result: CompareResult, folder: str) -> list[str]:
     for pair, step in jobs:
         name = f"result_{stamp}.csv" if len(jobs) == 1 else f"0_{pair.a.graph_id}_{step}_result_{stamp}.csv"
         path = os.path.join(folder, name)
-        entries_a = {(e["op"], e["io"], e["slot"]): e for e in pair.a.tensors}
-        entries_b = {(e["op"], e["io"], e["slot"]): e for e in pair.b.tensors}
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(COLUMNS)
-            rows = [row for row in pair.rows if row.step == step]
-            for index, row in enumerate(rows):
-                key = (row.op, row.io, row.slot)
-                ea, eb = entries_a.get(key), entries_b.get(key)
-                values = {name: NAN for name in METRICS}
-                reason = ""
-                if row.cosine is not None and ea is not None and eb is not None:
-                    values = tool_metrics(pair.a.load(step, ea), pair.b.load(step, eb))
-                else:
-                    reason = row.status
-                writer.writerow([
-                    index, row.type_b or row.type, row.op if eb else NAN, eb["dtype"] if eb else NAN, NAN,
-                    row.op if ea else NAN, ea["dtype"] if ea else NAN, f"{row.op}:{row.io}:{row.slot}",
-                    _shape(row.shape), *[values[name] for name in METRICS], reason])
+        write_atomic(path, _csv_text(pair, step), "--msaccucmp file")
         written.append(path)
     return written
+
+
+def _csv_text(pair, step: int) -> str:
+    entries_a = {(e["op"], e["io"], e["slot"]): e for e in pair.a.tensors}
+    entries_b = {(e["op"], e["io"], e["slot"]): e for e in pair.b.tensors}
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(COLUMNS)
+    for index, row in enumerate(row for row in pair.rows if row.step == step):
+        key = (row.op, row.io, row.slot)
+        ea, eb = entries_a.get(key), entries_b.get(key)
+        values = {name: NAN for name in METRICS}
+        reason = ""
+        if row.cosine is not None and ea is not None and eb is not None:
+            values = tool_metrics(pair.a.load(step, ea), pair.b.load(step, eb))
+        else:
+            reason = row.status
+        writer.writerow([
+            index, row.type_b or row.type, row.op if eb else NAN, eb["dtype"] if eb else NAN, NAN,
+            row.op if ea else NAN, ea["dtype"] if ea else NAN, f"{row.op}:{row.io}:{row.slot}",
+            _shape(row.shape), *[values[name] for name in METRICS], reason])
+    return out.getvalue()
 
 
 def _shape(text: str) -> str:
