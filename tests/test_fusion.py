@@ -189,17 +189,22 @@ def session_run(graph, config, fetch="out:0"):
         return sess.run(fetch, {"x:0": np.ones((4, 8), np.float32)})
 
 
-def test_session_route_fuses_and_warns_when_the_remapper_fused_first(npu_config):
+def test_session_route_fuses_the_same_with_the_remapper_on_or_off(npu_config):
+    def fused_stats():
+        return [p.stats for r in npu_sim_bridge.recent_reports() for p in r.passes
+                if p.name == "fusion" and p.stats.get("fused") and not p.stats.get("already_processed")]
+
     config = npu_config(precision_mode="allow_mix_precision")
-    session_run(dense_graph(), config)  # remapping left on: Grappler's remapper fuses before NpuOptimizer
-    warned = [w for r in npu_sim_bridge.recent_reports() for w in r.warnings if "remapper fused" in w]
-    assert warned and "remapping = RewriterConfig.OFF" in warned[0]
+    on = session_run(dense_graph(), config)  # remapping left on: Grappler's remapper fuses before NpuOptimizer
+    remapped = fused_stats()
+    assert remapped and remapped[0]["unfused"] == 2  # its two _FusedMatMul nodes were taken apart
     npu_sim_bridge.clear_reports()
     config.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
-    session_run(dense_graph(), config)
-    fused = [p.stats["fused"] for r in npu_sim_bridge.recent_reports() for p in r.passes
-             if p.name == "fusion" and p.stats.get("fused") and not p.stats.get("already_processed")]
-    assert fused and fused[0]["MatMulBiasAddFusionPass"] == 2
+    off = session_run(dense_graph(), config)
+    plain = fused_stats()
+    assert plain and plain[0]["fused"]["MatMulBiasAddFusionPass"] == 2
+    assert remapped[0]["fused"] == plain[0]["fused"]
+    np.testing.assert_array_equal(on, off)
 
 
 def test_npu_run_config_takes_the_fusion_switch_file(tmp_path):

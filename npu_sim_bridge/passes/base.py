@@ -77,3 +77,6 @@ class GraphPass:
 
     def run(self, ctx: PassContext) -> PassResult:
         raise NotImplementedError
+
+    def finish(self, ctx: PassContext) -> None:
+        """Called after every selected pass has run: complete this pass's report records from later decisions."""

@@ -137,12 +137,13 @@ def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
     if dumper:
         dumper.stage(graph_dump.FIRST, view.to_graph_def())
     ctx = PassContext(view=view, options=options, item=item, report=report)
-    for graph_pass in selected_passes(options):
-        if not graph_pass.wanted(options):
-            continue
+    ran = [graph_pass for graph_pass in selected_passes(options) if graph_pass.wanted(options)]
+    for graph_pass in ran:
         _run_one(graph_pass, ctx)
         if dumper:
             dumper.stage(graph_dump.stage_name(graph_pass.name), ctx.view.to_graph_def())
+    for graph_pass in ran:
+        graph_pass.finish(ctx)
 
     _place_new_nodes(view, report)
     _stamp_seen(view, bodies=not item.is_function)

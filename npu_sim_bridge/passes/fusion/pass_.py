@@ -15,12 +15,14 @@ from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, PassContext, PassRe
 from npu_sim_bridge.passes.fusion.marks import FUSION_ATTR, fused_from, fusion_rules
 from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
 from npu_sim_bridge.passes.fusion.switch import load_switch
-from npu_sim_bridge.report.model import NodeDecision
+from npu_sim_bridge.passes.fusion.unfuse import remapped_nodes, unfuse
+from npu_sim_bridge.report.model import NodeDecision, node_dtype
 
 FUSED_CACHE = "fusion/fused"  # {fused node: [rule names]} for the passes after this one
+ABSORBED_CACHE = "fusion/absorbed"  # {node a rule fused away: the node it was fused into}
 
-REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) before NpuOptimizer saw the graph, "
-                 "so fusion_switch_file cannot switch them off; set rewrite_options.remapping = "
+REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) in a way the simulator cannot take "
+                 "apart, so fusion_switch_file cannot switch them off; set rewrite_options.remapping = "
                  "RewriterConfig.OFF (npu_config_proto does) to let the fusion rules decide")
 
 
@@ -32,20 +34,19 @@ class FusionPass(GraphPass):
                    "_FusedMatMul/_FusedConv2D, switched by fusion_switch_file")
 
     def run(self, ctx: PassContext) -> PassResult:
-        if ctx.item.is_function:
-            return PassResult(changed=False, stats={"function_body": True})
         view, report = ctx.view, ctx.report
+        unfused = self._unfuse(ctx)
+        if ctx.item.is_function:
+            return PassResult(changed=bool(unfused), stats={"function_body": True, "unfused": len(unfused)})
         switch = load_switch(ctx.options.get("fusion_switch_file") or None)
         rules = all_rules()
         switch.check_names(rules)
         for text in switch.warnings:
             report.warn(text)
-        remapped = [node.name for node in view.nodes()
-                    if node.op.startswith("_Fused") and FUSION_ATTR not in node.attr]
-        if remapped:
-            report.warn(REMAPPER_NOTE.format(count=len(remapped), examples=", ".join(remapped[:3])))
         states = {rule.name: switch.state(rule) for rule in rules}
         stats = {"rules": {name: ("on" if state.on else "off") for name, state in states.items()}}
+        if unfused:
+            stats["unfused"] = len(unfused)
 
         if any(SEEN_ATTR in node.attr for node in view.nodes()):
             existing = Counter(rule for node in view.nodes() for rule in fusion_rules(node))
@@ -86,17 +87,54 @@ class FusionPass(GraphPass):
         return PassResult(changed=bool(fired), stats=stats)
 
     @staticmethod
+    def _unfuse(ctx) -> list:
+        """Take Grappler's remapper fusions apart (see unfuse.py); report each, warn about those left fused."""
+        done, left = [], []
+        for name in remapped_nodes(ctx.view):
+            result = unfuse(ctx.view, name)
+            if isinstance(result, str):
+                left.append(name)
+                _note(ctx, name, f"Grappler's remapper fused it and it stays fused: {result}")
+                continue
+            done.append(result)
+            parts = " + ".join(op for _, op in result.chain)
+            _note(ctx, name, f"Grappler's remapper had fused {parts} into {result.description}; taken apart so that "
+                             "the NPU's fusion rules (fusion_switch_file) decide")
+            for part, op in result.chain[:-1]:
+                _note(ctx, part, f"rebuilt from {name} ({result.description}), which Grappler's remapper made")
+        if left:
+            ctx.report.warn(REMAPPER_NOTE.format(count=len(left), examples=", ".join(left[:3])))
+        return done
+
+    @staticmethod
     def _report(ctx, fused, rule, match) -> None:
         parts = " + ".join(f"{name} ({op})" for name, op in fused_from(fused))
         _note(ctx, fused.name, f"fused by {rule.name}: {parts} -> {fused.op}")
+        absorbed = ctx.cache.setdefault(ABSORBED_CACHE, {})
         for name in match.nodes[:-1]:
+            absorbed[name] = fused.name
             _note(ctx, name, f"fused into {fused.name} ({fused.op}) by {rule.name}")
+
+    def finish(self, ctx: PassContext) -> None:
+        """A node fused away runs as part of its fused op: it takes that op's list, dtype, placement and GeOp."""
+        absorbed = ctx.cache.get(ABSORBED_CACHE, {})
+        for name in absorbed:
+            target = name
+            while target in absorbed:  # Conv2D -> fused conv -> fused conv with Relu
+                target = absorbed[target]
+            fused, record = ctx.report.nodes.get(target), ctx.report.nodes.get(name)
+            if fused is None or record is None:
+                continue
+            record.list, record.dtype_after = fused.list, fused.dtype_after
+            record.placement, record.geop = fused.placement, fused.geop
 
 
 def _note(ctx, name: str, text: str) -> NodeDecision:
     record = ctx.report.nodes.get(name)
     if record is None:
         node = ctx.view.get(name)
-        record = ctx.report.nodes[name] = NodeDecision(name=name, op=node.op if node is not None else "")
+        dtype = node_dtype(node) if node is not None else None
+        record = ctx.report.nodes[name] = NodeDecision(name=name, op=node.op if node is not None else "",
+                                                       dtype_before=dtype, dtype_after=dtype)
     record.add_reason(text)
     return record

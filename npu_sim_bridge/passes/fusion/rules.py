@@ -87,7 +87,7 @@ class FusionRule:
         for key, value in kept.items():
             saved[key].CopyFrom(value)
         root.ClearField("attr")
-        for key, value in _with_defaults(self.fused_op, attrs).items():
+        for key, value in with_defaults(self.fused_op, attrs).items():
             root.attr[key].CopyFrom(value)
         for key, value in saved.items():
             root.attr[key].CopyFrom(value)
@@ -134,7 +134,7 @@ def _producer(view, node, position: int = 0):
     return view.get(ref.node)
 
 
-def _with_defaults(op: str, attrs: dict) -> dict:
+def with_defaults(op: str, attrs: dict) -> dict:
     """`attrs` plus the OpDef defaults of every attr not given (the fused node is complete on its own)."""
     full = dict(attrs)
     for attr in op_def_registry.get(op).attr:
