@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     from npu_sim_bridge.cli.tool_commands import add_tool_commands
 
     add_tool_commands(commands)  # info, profile
+    from npu_sim_bridge.cli.bisect_command import add_bisect_command
+
+    add_bisect_command(commands)
     return parser
 
 

@@ -300,12 +300,50 @@ _TYPE_HINTS = {
 # Validation.
 
 
+# A JSON object of parameter_map keys that replace what the program sets, in every NpuOptimizer of the
+# process (how `npu-sim bisect --script` runs a script in float32 and with candidate mixlists); "" unsets a key.
+FORCE_ENV = "NPU_SIM_FORCE_OPTIONS"
+
+
+def _forced(environ):
+    """The options FORCE_ENV sets, parsed ({} when unset)."""
+    import json
+
+    text = environ.get(FORCE_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"environment variable {FORCE_ENV} is not valid JSON ({err.msg} at column {err.colno}); "
+                          'it should be an object such as {"precision_mode": "allow_fp32_to_fp16"}') from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"environment variable {FORCE_ENV} must hold a JSON object of parameter_map keys")
+    forced = {}
+    for name, value in data.items():
+        if name not in KEYS:
+            raise ConfigError(f"environment variable {FORCE_ENV} names unknown option {name!r}{_suggestion(name)}")
+        forced[name] = _with_origin(f"environment variable {FORCE_ENV}", _from_python, KEYS[name], value)
+    return forced
+
+
 def _build(given, unknown, environ, notes=()):
     notes = list(notes)
     for name in sorted(unknown):
         notes.append(f"unknown option {name!r} is ignored{_suggestion(name)}")
 
     environ = os.environ if environ is None else environ
+    forced = _forced(environ)
+    if forced:
+        given = dict(given)
+        if "precision_mode" in forced or "precision_mode_v2" in forced:  # the forced spelling replaces the other
+            given.pop("precision_mode", None)
+            given.pop("precision_mode_v2", None)
+        for name, value in forced.items():  # an empty text unsets the option
+            if value == "":
+                given.pop(name, None)
+            else:
+                given[name] = value
     from_env = {}
     for name in SIM_KEYS:
         variable = env_var_name(name)

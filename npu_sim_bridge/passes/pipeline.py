@@ -44,6 +44,7 @@ def available_passes() -> list[GraphPass]:
 
 def _pass_classes() -> list[type[GraphPass]]:
     # Imported here so that a pass module can use the pipeline's helpers without a cycle.
+    from npu_sim_bridge.passes.customize_dtypes import CustomizeDtypesPass
     from npu_sim_bridge.passes.dump import DumpPass
     from npu_sim_bridge.passes.fusion import FusionPass
     from npu_sim_bridge.passes.partition import PartitionPass, PlacementPass
@@ -51,7 +52,7 @@ def _pass_classes() -> list[type[GraphPass]]:
 
     # fusion first (as the graph engine fuses before deciding precision), placement decides
     # host/device per node, precision skips host nodes, partition makes the GeOps, dump instruments them.
-    classes: list[type[GraphPass]] = [FusionPass, PlacementPass, PrecisionPass, PartitionPass, DumpPass]
+    classes: list[type[GraphPass]] = [CustomizeDtypesPass, FusionPass, PlacementPass, PrecisionPass, PartitionPass, DumpPass]
     return classes
 
 

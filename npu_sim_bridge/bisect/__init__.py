@@ -1,0 +1,49 @@
+"""npu-sim bisect: find the ops whose float16 breaks a model and write the modify_mixlist that fixes it.
+
+search.py        smallest fixing subset by adaptive group testing (k·log n trials)
+outcome.py       a run's values and decisions, a candidate fix, a trial, the error measure
+guidance.py      orders candidates from the dumps (overflow flags, first divergent op)
+driver.py        the steps: float32 reference, mixed run, type search, node search
+graph_target.py  runs a graph file offline;  script_target.py  runs a training script
+output.py        the modify_mixlist JSON and the customize_dtypes file;  result.py  the report
+"""
+
+from __future__ import annotations
+
+from npu_sim_bridge.bisect.driver import Bisector, write_outputs
+from npu_sim_bridge.bisect.outcome import BisectError
+from npu_sim_bridge.bisect.result import BisectResult
+
+__all__ = ["BisectError", "BisectResult", "Bisector", "bisect_graph", "bisect_script", "write_outputs"]
+
+
+def bisect_graph(graph, fetches, feeds=None, params=None, rtol=1e-2, output=None, guided=True,
+                 progress="stderr") -> BisectResult:
+    """Bisect a graph (GraphDef, MetaGraphDef, tf.Graph or a .pb/.pbtxt/.meta/SavedModel path).
+
+    feeds: {tensor name: array}; params: parameter_map options of the mixed runs (precision_mode,
+    fusion_switch_file, ...); output: where to write the mixlist (and its customize_dtypes file).
+    """
+    from npu_sim_bridge.bisect.graph_target import GraphTarget
+
+    target = GraphTarget(graph, fetches, feeds=feeds, params=params)
+    return _bisect(target, params, rtol, output, guided, progress)
+
+
+def bisect_script(script, args=(), metric=r"loss[ =:]+([-+0-9.eEnaifNAIF]+)", steps=None, params=None, rtol=1e-2,
+                  output=None, guided=True, progress="stderr", timeout=None) -> BisectResult:
+    """Bisect a training script run as `npu-sim run` does; `metric` is a regex whose group 1 is the number."""
+    from npu_sim_bridge.bisect.script_target import ScriptTarget
+
+    target = ScriptTarget(script, args, metric=metric, steps=steps, params=params, timeout=timeout)
+    return _bisect(target, params, rtol, output, guided, progress)
+
+
+def _bisect(target, params, rtol, output, guided, progress):
+    from npu_sim_bridge.bisect.driver import stderr_progress
+
+    report = stderr_progress if progress == "stderr" else progress
+    result = Bisector(target, params=params, rtol=rtol, guided=guided, progress=report).run()
+    if output and result.found:
+        write_outputs(result, output)
+    return result

@@ -1,0 +1,121 @@
+"""Runs a graph file (GraphDef, MetaGraphDef, SavedModel) through the offline rewrite and a Session, as bisect asks."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from npu_sim_bridge.bisect.outcome import BisectError, NodeInfo, Outcome
+from npu_sim_bridge.errors import NpuSimError
+from npu_sim_bridge.passes.fusion.marks import FUSED_NODES_ATTR
+
+_PRECISION_KEYS = ("precision_mode", "precision_mode_v2")
+_VARIABLE_OPS = frozenset({"VariableV2", "VarHandleOp", "Variable", "VarHandleOpV2"})
+
+
+def tensor_name(name: str) -> str:
+    return name if ":" in name else f"{name}:0"
+
+
+def load_feeds(pairs) -> dict[str, np.ndarray]:
+    """{tensor name: array} from "NAME=FILE.npy" texts."""
+    feeds = {}
+    for pair in pairs or ():
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise BisectError(f"--feed expects NAME=FILE.npy, got {pair!r}")
+        try:
+            feeds[tensor_name(name.strip())] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise BisectError(f"--feed {name}: cannot read {path!r} as a .npy file ({err}); save the value with "
+                              "numpy.save") from None
+    return feeds
+
+
+class GraphTarget:
+    """A graph with fixed feeds and fetches; `run(overrides)` rewrites it with the options and runs it."""
+
+    def __init__(self, graph, fetches, feeds=None, params=None):
+        from npu_sim_bridge.graph.io import load_graph
+
+        if not fetches:
+            raise BisectError("name the tensor to compare with --fetch NAME (e.g. --fetch loss)")
+        self.source = graph if isinstance(graph, (str, os.PathLike)) else type(graph).__name__
+        try:
+            self.graph_def, _ = load_graph(graph)
+        except NpuSimError as err:
+            raise BisectError(f"cannot read the graph: {err}") from None
+        names = {node.name: node for node in self.graph_def.node}
+        self.fetches = [tensor_name(name) for name in fetches]
+        for fetch in self.fetches:
+            if fetch.rsplit(":", 1)[0] not in names:
+                raise BisectError(f"--fetch {fetch}: the graph has no node {fetch.rsplit(':', 1)[0]!r}"
+                                  f"{_close(fetch.rsplit(':', 1)[0], names)}")
+        self.feeds = dict(feeds or {})
+        for feed in self.feeds:
+            if feed.rsplit(":", 1)[0] not in names:
+                raise BisectError(f"--feed {feed}: the graph has no node {feed.rsplit(':', 1)[0]!r}"
+                                  f"{_close(feed.rsplit(':', 1)[0], names)}")
+        variables = sorted(n.name for n in self.graph_def.node if n.op in _VARIABLE_OPS)
+        if variables:
+            raise BisectError(f"the graph holds variables ({', '.join(variables[:3])}{' ...' if len(variables) > 3 else ''})"
+                              " whose values a graph file does not carry; freeze it first "
+                              "(tf.compat.v1.graph_util.convert_variables_to_constants) or bisect the training "
+                              "script with --script")
+        self.params = dict(params or {})
+
+    def describe(self) -> str:
+        return f"{self.source} fetch {', '.join(self.fetches)}"
+
+    def options(self, overrides: dict) -> dict:
+        options = dict(self.params)
+        if any(key in overrides for key in _PRECISION_KEYS):
+            for key in _PRECISION_KEYS:
+                options.pop(key, None)
+        options.update(overrides)
+        return {key: value for key, value in options.items() if value != ""}  # "": the option is unset
+
+    def run(self, overrides: dict) -> Outcome:
+        import tensorflow as tf
+        from tensorflow.core.protobuf import config_pb2
+
+        from npu_sim_bridge.api import rewrite
+
+        result = rewrite(self.graph_def, self.options(overrides), fetches=[f.rsplit(":", 1)[0] for f in self.fetches])
+        nodes = _node_infos(result.report, result.graph_def)
+        config = config_pb2.ConfigProto()
+        config.graph_options.rewrite_options.disable_meta_optimizer = True  # run what the rewrite made
+        with tf.Graph().as_default() as graph:
+            tf.graph_util.import_graph_def(result.graph_def, name="")
+            try:
+                with tf.compat.v1.Session(graph=graph, config=config) as sess:
+                    values = sess.run(self.fetches, self.feeds)
+            except tf.errors.OpError as err:
+                return Outcome([], nodes, failure=_first_line(err.message))
+        return Outcome([np.asarray(v) for v in values], nodes)
+
+
+def _node_infos(report, graph_def) -> dict[str, NodeInfo]:
+    groups = {}
+    bodies = [graph_def.node] + [function.node_def for function in graph_def.library.function]
+    for body in bodies:
+        for node in body:
+            if FUSED_NODES_ATTR in node.attr:
+                members = [value.decode().rpartition(":")[0] for value in node.attr[FUSED_NODES_ATTR].list.s]
+                members = list(dict.fromkeys(members + [node.name]))
+                for member in members:
+                    groups[member] = tuple(m for m in members if m != member)
+    return {name: NodeInfo(name, d.op, d.list, d.dtype_before, d.dtype_after, d.placement, groups.get(name, ()))
+            for name, d in report.nodes.items()}
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _close(name, names) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(name, list(names), n=1)
+    return f" (did you mean {match[0]!r}?)" if match else ""

@@ -1,0 +1,97 @@
+"""npu-sim bisect: find the ops to keep in float32 for a graph file or a training script (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+_SCRIPT_OPTIONS = {"--metric": "metric", "--steps": "steps", "--rtol": "rtol", "-o": "output", "--output": "output",
+                   "--param": "param", "--report": "report", "--timeout": "timeout"}
+
+
+def _split_script_args(args) -> None:
+    """Take bisect's own options out of what follows --script; everything after `--` belongs to the script."""
+    if not args.script:
+        return
+    rest, script_args = list(args.script[1:]), []
+    while rest:
+        item = rest.pop(0)
+        if item == "--":
+            script_args.extend(rest)
+            break
+        key, eq, value = item.partition("=")
+        if key in _SCRIPT_OPTIONS or item == "--no-guide":
+            if item == "--no-guide":
+                args.no_guide = True
+                continue
+            if not eq:
+                if not rest:
+                    raise SystemExit(f"npu-sim bisect: {key} needs a value")
+                value = rest.pop(0)
+            name = _SCRIPT_OPTIONS[key]
+            if name == "param":
+                args.param.append(value)
+            else:
+                setattr(args, name, value)
+            continue
+        script_args.append(item)
+    args.script, args.script_args = args.script[0], script_args
+
+
+def cmd_bisect(args) -> int:
+    from npu_sim_bridge.bisect import bisect_graph, bisect_script
+    from npu_sim_bridge.bisect.graph_target import load_feeds
+    from npu_sim_bridge.cli.main import _parse_params
+
+    _split_script_args(args)
+    if bool(args.graph) == bool(args.script):
+        raise SystemExit("npu-sim bisect: give either GRAPH (with --fetch) or --script SCRIPT ARGS... (with --metric)")
+    if not args.output:
+        raise SystemExit("npu-sim bisect: name the mixlist to write with -o FILE.json")
+    params = _parse_params(args.param)
+    rtol = float(args.rtol)
+    if args.graph:
+        result = bisect_graph(args.graph, args.fetch, feeds=load_feeds(args.feed), params=params, rtol=rtol,
+                              output=args.output, guided=not args.no_guide)
+    else:
+        result = bisect_script(args.script, args.script_args, metric=args.metric,
+                               steps=int(args.steps) if args.steps is not None else None, params=params, rtol=rtol,
+                               output=args.output, guided=not args.no_guide,
+                               timeout=float(args.timeout) if args.timeout else None)
+    sys.stdout.write(result.to_text())
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as handle:
+            handle.write(result.to_json())
+    if result.found:
+        from npu_sim_bridge.bisect.output import customize_path
+
+        print(f"wrote {args.output}: set modify_mixlist to it")
+        if result.fix.nodes:
+            print(f"wrote {customize_path(args.output)}: set customize_dtypes to it (single nodes kept float32)")
+    return 0
+
+
+def add_bisect_command(commands) -> None:
+    bisect = commands.add_parser(
+        "bisect", help="find the ops whose float16 breaks a model and write a modify_mixlist that fixes it",
+        description="Compares the model in float32 (allow_fp32_to_fp16: float16 only where the NPU has no float32 "
+                    "kernel) with the mixed run (precision_mode, default allow_mix_precision), then searches the op "
+                    "types, and the nodes of a culprit type, to keep in float32. Writes -o FILE.json (black-list "
+                    "to-add op types) and, when single nodes are enough, FILE.customize_dtypes.cfg. "
+                    "With --script, bisect's own options may follow the script's arguments; put the script's "
+                    "arguments after `--` when they clash.")
+    bisect.add_argument("graph", nargs="?", help="a GraphDef (.pb/.pbtxt), MetaGraphDef (.meta) or SavedModel dir")
+    bisect.add_argument("--fetch", action="append", default=[], metavar="NAME", help="tensor to compare (repeatable)")
+    bisect.add_argument("--feed", action="append", default=[], metavar="NAME=FILE.npy", help="a placeholder's value")
+    bisect.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option of the mixed runs, e.g. precision_mode=allow_mix_precision")
+    bisect.add_argument("--rtol", default="0.01", help="largest acceptable max|mixed-float32|/max|float32| (0.01)")
+    bisect.add_argument("-o", "--output", metavar="FILE.json", help="the modify_mixlist file to write")
+    bisect.add_argument("--report", metavar="FILE.json", help="also write the report (every trial) as JSON")
+    bisect.add_argument("--no-guide", action="store_true", help="do not order candidates by the dump compare")
+    bisect.add_argument("--metric", metavar="REGEX", help="with --script: regex whose group 1 is the number to compare")
+    bisect.add_argument("--steps", metavar="N", help="with --script: stop the script after N metric lines")
+    bisect.add_argument("--timeout", metavar="SECONDS", help="with --script: longest a run may take")
+    bisect.add_argument("--script", nargs=argparse.REMAINDER, metavar="SCRIPT ARGS",
+                        help="bisect a training script run as `npu-sim run` runs it")
+    bisect.set_defaults(handler=cmd_bisect, script_args=[])
