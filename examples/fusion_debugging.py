@@ -49,8 +49,12 @@ def build_model():
     return graph, init, train_op, loss, feed
 
 
-def train(model, action):
-    """Train STEPS steps in a new Session configured by precision_tool's session_dump_config(action)."""
+def train(model, action, hand_built=False):
+    """Train STEPS steps in a new Session configured by precision_tool's update_custom_op(action).
+
+    hand_built: use the ConfigProto as built by hand (Grappler's remapper stays on, as in the seeds)
+    instead of passing it through npu_config_proto (which turns remapping off).
+    """
     import npu_sim_bridge.precision_tool.tf_config as npu_tf_config
 
     graph, init, train_op, loss, feed = model
@@ -60,7 +64,7 @@ def train(model, action):
     custom_op.parameter_map["precision_mode"].s = tf.compat.as_bytes("allow_mix_precision")
     custom_op = npu_tf_config.update_custom_op(custom_op, action=action)
     custom_op.parameter_map["dump_step"].s = b"0|1"
-    with tf.compat.v1.Session(graph=graph, config=npu_config_proto(config)) as sess:
+    with tf.compat.v1.Session(graph=graph, config=config if hand_built else npu_config_proto(config)) as sess:
         sess.run(init)
         losses = [sess.run([loss, train_op], feed)[0] for _ in range(STEPS)]
     return losses
@@ -82,16 +86,16 @@ def fused_rules_of(result):
     return row, entry.get("fusion", [])
 
 
-def main(workdir):
+def main(workdir, hand_built=False):
     data_dir = os.path.join(workdir, "precision_data")
     os.environ["NPU_SIM_PRECISION_DATA_DIR"] = data_dir
     os.environ.setdefault("NPU_SIM_CONFIG_DIR", os.path.join(workdir, "config"))
     import npu_sim_bridge.precision_tool.tf_config as npu_tf_config
 
     model = build_model()
-    print("1. fusion on, dump       loss:", train(model, "dump"))
+    print("1. fusion on, dump       loss:", train(model, "dump", hand_built))
     fusion_on = keep_dump(data_dir, "debug_1")
-    print("2. fusion off, dump      loss:", train(model, "fusion_off|dump"))
+    print("2. fusion off, dump      loss:", train(model, "fusion_off|dump", hand_built))
     fusion_off = keep_dump(data_dir, "debug_0_fusion_off")
 
     result = compare_dumps(fusion_off, fusion_on)
@@ -107,7 +111,7 @@ def main(workdir):
     kind = "UBFusion" if culprit.startswith("Tbe") else "GraphFusion"
     with open(npu_tf_config.FUSION_SWITCH_FILE, "w", encoding="utf-8") as handle:
         handle.write('{"Switch": {"%s": {"%s": "off"}}}\n' % (kind, culprit))
-    print("4. only", culprit, "off, dump loss:", train(model, "fusion_switch|dump"))
+    print("4. only", culprit, "off, dump loss:", train(model, "fusion_switch|dump", hand_built))
     switched = keep_dump(data_dir, "debug_2_switch")
     again = compare_dumps(fusion_off, switched)
     print(f"5. compare fusion off (A) with only {culprit} off (B):")
@@ -118,5 +122,7 @@ def main(workdir):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", help="folder for precision_data and the switch file (default: a temporary one)")
+    parser.add_argument("--hand-built-config", action="store_true",
+                        help="keep the ConfigProto as built by hand (Grappler's remapper on), as the seeds do")
     args = parser.parse_args()
-    main(args.workdir or tempfile.mkdtemp(prefix="npu_sim_fusion_"))
+    main(args.workdir or tempfile.mkdtemp(prefix="npu_sim_fusion_"), hand_built=args.hand_built_config)

@@ -103,12 +103,15 @@ def test_cli_compare_table_csv_json_and_progress(tmp_path, capsys):
     assert "must end in .csv or .json" in capsys.readouterr().err
 
 
-def test_seed_004_workflow_end_to_end(monkeypatch):
-    """Fusion on vs off, dump both, compare, find the fused op, switch off just its rule, divergence gone."""
+@pytest.mark.parametrize("hand_built", [False, True], ids=["npu_config_proto", "hand_built_config"])
+def test_seed_004_workflow_end_to_end(monkeypatch, hand_built):
+    """Fusion on vs off, dump both, compare, find the fused op, switch off just its rule, divergence gone.
+
+    hand_built: the ConfigProto as seeds 000 and 004 build it, Grappler's remapper left on."""
     workdir = tempfile.mkdtemp(prefix="npu_sim_seed004_")
     monkeypatch.setenv("NPU_SIM_PRECISION_DATA_DIR", os.path.join(workdir, "precision_data"))
     example = runpy.run_path(EXAMPLE, run_name="fusion_debugging")
-    found, after = example["main"](workdir)
+    found, after = example["main"](workdir, hand_built=hand_built)
     pair, row = found.first_divergent
     assert row.type_b == "_FusedMatMul" and "MatMulBiasAddFusionPass" in row.fusion
     assert row.op == "hidden/Relu"
