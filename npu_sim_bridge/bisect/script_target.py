@@ -62,6 +62,9 @@ class ScriptTarget:
         env = dict(os.environ)
         env[FORCE_ENV] = json.dumps(self._forced(overrides, report_dir))
         env["NPU_SIM_ALL_SESSIONS"] = "1"
+        # The child imports this very npu_sim_bridge (the script's folder comes first on its path otherwise).
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         command = [sys.executable, "-m", "npu_sim_bridge", "run", self.script, *self.args]
         values, lines, stopped = [], [], False
         with tempfile.TemporaryFile(mode="w+") as errors:

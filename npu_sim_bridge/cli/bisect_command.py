@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 
+SEPARATOR = "--script-args"
 _SCRIPT_OPTIONS = {"--metric": "metric", "--steps": "steps", "--rtol": "rtol", "-o": "output", "--output": "output",
                    "--param": "param", "--report": "report", "--timeout": "timeout"}
 
 
 def _split_script_args(args) -> None:
-    """Take bisect's own options out of what follows --script; everything after `--` belongs to the script."""
+    """Take bisect's own options out of what follows --script; everything after `--script-args` is the script's.
+
+    (A plain `--` cannot be the separator: argparse's top-level parser consumes it before the subcommand.)"""
     if not args.script:
         return
     rest, script_args = list(args.script[1:]), []
     while rest:
         item = rest.pop(0)
-        if item == "--":
+        if item == SEPARATOR:
             script_args.extend(rest)
             break
         key, eq, value = item.partition("=")
@@ -78,8 +81,8 @@ def add_bisect_command(commands) -> None:
                     "kernel) with the mixed run (precision_mode, default allow_mix_precision), then searches the op "
                     "types, and the nodes of a culprit type, to keep in float32. Writes -o FILE.json (black-list "
                     "to-add op types) and, when single nodes are enough, FILE.customize_dtypes.cfg. "
-                    "With --script, bisect's own options may follow the script's arguments; put the script's "
-                    "arguments after `--` when they clash.")
+                    "With --script, bisect's own options may follow the script's arguments; a script argument of "
+                    "the same name goes after --script-args, which passes everything after it to the script.")
     bisect.add_argument("graph", nargs="?", help="a GraphDef (.pb/.pbtxt), MetaGraphDef (.meta) or SavedModel dir")
     bisect.add_argument("--fetch", action="append", default=[], metavar="NAME", help="tensor to compare (repeatable)")
     bisect.add_argument("--feed", action="append", default=[], metavar="NAME=FILE.npy", help="a placeholder's value")
