@@ -144,3 +144,33 @@ def test_dumps_need_device_segments(tmp_path):
                                     fetches=["out"])
     assert any("no device segment (GeOp)" in text for text in result.report.warnings)
     assert not glob.glob(str(tmp_path / "*" / "*" / "manifest.json"))
+
+
+def two_overflows():
+    """big: a MatMul whose float16 result overflows; acc: a Sum of finite float16 values whose total overflows."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [4, 64], name="x")
+        big = tf.matmul(x, tf.constant(np.full((64, 8), 400.0, np.float32)), name="big")
+        small = tf.matmul(x, tf.constant(np.full((64, 512), 0.5, np.float32)), name="small")   # ~100 each
+        acc = tf.reduce_sum(tf.multiply(small, 2.0, name="double"), axis=1, name="acc")        # ~1e5 in all
+        tf.add(tf.reduce_max(tf.multiply(big, 1.0, name="pass_on"), axis=1), acc * 1.0, name="out")
+    return graph
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ("all", {("big", "aicore_overflow"), ("acc", "atomic_overflow")}),
+    ("aicore_overflow", {("big", "aicore_overflow")}),
+    ("atomic_overflow", {("acc", "atomic_overflow")}),
+])
+def test_dump_debug_mode_picks_ai_core_or_atomic_add_overflow(tmp_path, npu_config, mode, expected):
+    config = config_for(npu_config, precision_mode="allow_mix_precision", enable_dump_debug=True,
+                        dump_path=str(tmp_path), dump_debug_mode=mode)
+    with tf.compat.v1.Session(graph=two_overflows(), config=config) as sess:
+        value = sess.run("out:0", {"x:0": np.full((4, 64), 3.0, np.float32)})
+    assert not np.all(np.isfinite(value))
+    records = read_overflow(str(tmp_path))
+    flagged = {(entry["op"], entry["kind"]) for record in records for entry in record["ops"]}
+    assert flagged == expected  # pass_on, the max and out only pass the inf on: not flagged
+    manifest = json.load(open(glob.glob(os.path.join(str(tmp_path), "*", "*", "manifest.json"))[0]))
+    assert manifest["options"]["dump_debug_mode"] == mode

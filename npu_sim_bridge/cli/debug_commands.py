@@ -78,7 +78,8 @@ def cmd_overflow(args) -> int:
     for record in records:
         first = record["first"]
         fused = f", fused by {' then '.join(first['fusion'])}" if first.get("fusion") else ""
-        print(f"step {record['step']}: first overflowing op {first['op']} ({first['type']}, {first['dtype']}{fused}) "
+        kind = f", {first['kind']}" if first.get("kind") else ""
+        print(f"step {record['step']}: first overflowing op {first['op']} ({first['type']}, {first['dtype']}{fused}{kind}) "
               f"output {first['slot']}; {len(record['ops'])} op output(s) overflowed  [{record['graph']}]")
     return 0
 

@@ -10,9 +10,14 @@ Python):
 - enable_dump: an `If` on "step is in dump_step" whose branch writes every dumped tensor as
   <dump dir>/dump/step_<k>/<stem>.npy (layout.py), in the dtype the NPU holds it (float16 where the
   op runs in float16, also when emulated in float32);
-- enable_dump_debug: per float output a "not all finite" flag; when one is set, an `If` writes the
-  flags of that GeOp to overflow/step_<k>/<GeOp>.npy. The manifest lists the checked ops in graph
-  order, so the first overflowing op of a step is the first flag set.
+- enable_dump_debug: per float output of a checked op an "overflowed here" flag: the output (in the
+  dtype the NPU holds it) is not all finite while every float input of the op is (the adapter's
+  "abnormal output from normal inputs"; an inf passed on from an earlier op does not flag again).
+  dump_debug_mode picks the ops: aicore_overflow every device op but the Atomic Add ones,
+  atomic_overflow only the ops whose output the NPU accumulates with Atomic Add (ATOMIC_ADD_OPS:
+  reductions, segment/scatter sums, bias and filter gradients), all both. When a flag is set, an
+  `If` writes the flags of that GeOp to overflow/step_<k>/<GeOp>.npy. The manifest lists the checked
+  ops in graph order, so the first overflowing op of a step is the first flag set.
 The writes are control outputs of the body, so the GeOp returns after they are done. The manifest
 (op names, types, graph order, dtypes, fusion history, the input graph) is written at rewrite time.
 TensorFlow's tfdbg2 dumps (DebugIdentityV2) were not used: they carry no step number, cannot be
@@ -44,6 +49,16 @@ DUMP_ATTR = "_npu_sim_dump"          # on an instrumented GeOp call: its dump fo
 SCOPE = "npu_sim_dump"
 _SKIPPED_OPS = frozenset({"_Arg", "_Retval", "Const", "NoOp", "Placeholder", "PlaceholderWithDefault"})
 _FLOAT = frozenset({types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16, types_pb2.DT_DOUBLE})
+
+
+AICORE_OVERFLOW, ATOMIC_OVERFLOW = "aicore_overflow", "atomic_overflow"
+# Ops whose results several AI Cores add into one output buffer with Atomic Add as the data leaves the
+# unified buffer (reductions and scatter/segment sums, the bias and filter gradients that sum over the batch).
+ATOMIC_ADD_OPS = frozenset({
+    "Sum", "Mean", "L2Loss", "BiasAddGrad", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropFilter",
+    "Conv3DBackpropFilterV2", "UnsortedSegmentSum", "SegmentSum", "ScatterAdd", "ResourceScatterAdd",
+    "ScatterNdAdd", "TensorScatterAdd", "SparseSegmentSum", "SparseSegmentMean",
+})
 
 
 def dtype_name(dtype: int) -> str:
@@ -107,6 +122,7 @@ class Instrumenter:
         # Marked as precision-processed, so that Grappler's later runs on these bodies leave them alone.
         self.marks = {MARK_ATTR: attr_value_pb2.AttrValue(s=setting(mode.mode, mode.emulate).encode())}
         self.mode = ctx.options.get("dump_mode") or "output"
+        self.debug_mode = ctx.options.get("dump_debug_mode") or "all"
         self.steps = parse_dump_steps(ctx.options.get("dump_step") or "")
         self.order = 0
         self.tensors: list[dict] = []
@@ -177,12 +193,20 @@ class Instrumenter:
                         ref = parse_input(text)
                         dumped.append((text, port.dtype, npu, _output_ranks(bview.node(ref.node)).get(ref.port)
                                        if ref.node in bview else None, dict(info, io="input", slot=slot)))
+            kind = overflow_kind(node)
+            if self.debug_mode != "all" and kind != self.debug_mode:
+                continue
+            data = [text for text in node.input if not text.startswith("^")]
+            sources = [(text, port.dtype, npu_in[slot] if slot < len(npu_in) else port.dtype)
+                       for slot, (text, port) in enumerate(zip(data, inputs))
+                       if port.dtype in _FLOAT and not port.is_ref]
             for slot, port in enumerate(outputs):
                 if port.dtype in _FLOAT and not port.is_ref:
                     npu = npu_out[slot] if slot < len(npu_out) else port.dtype
                     ref = name if slot == 0 else f"{name}:{slot}"
-                    checked.append((ref, port.dtype, npu, {"op": name, "type": node.op, "order": order, "slot": slot,
-                                                           "dtype": dtype_name(npu), "fusion": info["fusion"]}))
+                    checked.append((ref, port.dtype, npu, sources,
+                                    {"op": name, "type": node.op, "order": order, "slot": slot, "kind": kind,
+                                     "dtype": dtype_name(npu), "fusion": info["fusion"]}))
         return dumped, checked
 
     def _counter(self, make, geop) -> tuple[str, str]:
@@ -225,15 +249,23 @@ class Instrumenter:
         return self._if(make, f"{geop}_dump", pred, step, [(ref, dtype) for ref, dtype, *_ in dumped], write)
 
     def _overflow_if(self, make, geop, step, checked) -> str:
-        flags = []
-        for ref, graph_dtype, npu, info in checked:
-            value, dtype = as_npu_value(make, ref, graph_dtype, npu)
-            finite = make.add("IsFinite", [value], T=type_attr(dtype))
-            flat = make.add("Reshape", [finite, make.const([-1], types_pb2.DT_INT32, "flat")], T=type_attr(
-                types_pb2.DT_BOOL), Tshape=type_attr(types_pb2.DT_INT32))
-            every = make.add("All", [flat, make.const(0, types_pb2.DT_INT32, "axis")], keep_dims=False,
-                             Tidx=type_attr(types_pb2.DT_INT32))
-            flags.append(make.add("LogicalNot", [every], name="overflowed"))
+        flags, finite_cache = [], {}
+
+        def all_finite(ref, graph_dtype, npu):
+            if ref not in finite_cache:
+                value, dtype = as_npu_value(make, ref, graph_dtype, npu)
+                finite = make.add("IsFinite", [value], T=type_attr(dtype))
+                flat = make.add("Reshape", [finite, make.const([-1], types_pb2.DT_INT32, "flat")], T=type_attr(
+                    types_pb2.DT_BOOL), Tshape=type_attr(types_pb2.DT_INT32))
+                finite_cache[ref] = make.add("All", [flat, make.const(0, types_pb2.DT_INT32, "axis")],
+                                             keep_dims=False, Tidx=type_attr(types_pb2.DT_INT32))
+            return finite_cache[ref]
+
+        for ref, graph_dtype, npu, sources, info in checked:
+            flag = make.add("LogicalNot", [all_finite(ref, graph_dtype, npu)], name="overflowed")
+            for text, source_dtype, source_npu in sources:  # overflowed here: its inputs were finite
+                flag = make.add("LogicalAnd", [flag, all_finite(text, source_dtype, source_npu)], name="overflowed")
+            flags.append(flag)
             self.overflow.setdefault(geop, []).append(info)
         packed = make.add("Pack", flags, name="overflow_flags", N=len(flags), T=type_attr(types_pb2.DT_BOOL), axis=0)
         pred = make.add("Any", [packed, make.const(0, types_pb2.DT_INT32, "axis")], name="any_overflow",
@@ -286,6 +318,11 @@ class Instrumenter:
             "tensors": sorted(self.tensors, key=lambda t: (t["order"], t["io"] == "output", t["slot"])),
             "overflow": self.overflow,
         }
+
+
+def overflow_kind(node) -> str:
+    """'atomic_overflow' for ops whose output the NPU accumulates with Atomic Add, else 'aicore_overflow'."""
+    return ATOMIC_OVERFLOW if node.op in ATOMIC_ADD_OPS else AICORE_OVERFLOW
 
 
 def _is_inserted_cast(node) -> bool:
