@@ -143,7 +143,8 @@ class Bisector:
             self.result.guidance = guidance
             if guidance.note:
                 self.progress(guidance.note)
-        ordered = guide_mod.order_nodes(candidates, guidance)
+        ordered = self.ordered = guide_mod.order_nodes(candidates, guidance)
+        self.overflowed = set(guidance.overflow) if guidance is not None else set()
         types = list(dict.fromkeys(node.op for node in ordered))
         self.result.candidate_nodes = [node.name for node in ordered]
         self.result.node_types = {node.name: node.op for node in ordered}
@@ -206,7 +207,8 @@ class Bisector:
         if len(types) == 1 and not oracle(types):
             raise BisectError(f"keeping {types[0]} in float32 leaves error {self.result.trials[-1].error:.3g} > rtol "
                               f"{self.rtol:g}; raise --rtol or look at the dump compare")
-        found = smallest_fix(types, oracle)
+        flagged = {node.op for node in self.ordered if node.name in self.overflowed}
+        found = smallest_fix(types, oracle, suspects=_leading(types, flagged))
         self.progress(f"op types that must stay float32: {', '.join(found)}")
         return found
 
@@ -220,7 +222,7 @@ class Bisector:
             oracle = Oracle(lambda chosen: self.trial("nodes", Fix(types=tuple(others),
                                                                    nodes=tuple(kept_nodes) + chosen)))
             oracle.remember(nodes, True)  # every node of the type in float32 is what the type search found good
-            found = smallest_fix(nodes, oracle)
+            found = smallest_fix(nodes, oracle, suspects=_leading(nodes, self.overflowed))
             if len(found) < len(nodes):
                 kept_types.remove(op_type)
                 kept_nodes.extend(found)
@@ -241,6 +243,14 @@ class Bisector:
         if not trial.good:
             raise BisectError(f"the fix found ({fix.label}) leaves error {trial.error:.3g} > rtol {self.rtol:g} when "
                               "applied together; the ops interact: raise --rtol or bisect again with its mixlist")
+
+
+def _leading(items, flagged) -> int:
+    """How many of the first items are flagged (at least 1)."""
+    count = 0
+    while count < len(items) and items[count] in flagged:
+        count += 1
+    return max(count, 1)
 
 
 def write_outputs(result: BisectResult, path: str) -> list[str]:

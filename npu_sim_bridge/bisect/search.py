@@ -2,8 +2,9 @@
 
 Candidates come ordered most suspect first (the dump compare's first divergent op, overflow flags).
 Adaptive group testing: while the fix found so far is not enough, find the shortest prefix of the
-remaining candidates that, added to it, is enough (binary search; the first candidate alone is tried
-first, so a right guess costs one trial); that prefix's last candidate is needed; the rest of the
+remaining candidates that, added to it, is enough (binary search; the first candidate alone, then the
+flagged suspects together are tried first, so right guesses cost a trial each); that prefix's last
+candidate is needed; the rest of the
 prefix stays in play. Then a candidate found early that later ones made unneeded is dropped (one
 trial each, only when more than one was found). `fixes` is called once per distinct set.
 """
@@ -32,20 +33,23 @@ class Oracle:
         self._known[frozenset(items)] = good
 
 
-def smallest_fix(candidates: Sequence[Hashable], fixes: Oracle) -> list:
+def smallest_fix(candidates: Sequence[Hashable], fixes: Oracle, suspects: int = 1) -> list:
     """A 1-minimal subset of `candidates` with fixes(subset) True, given fixes(candidates) is True.
 
-    fixes([]) is taken as False (the model is broken without a fix).
+    fixes([]) is taken as False (the model is broken without a fix). `suspects`: how many leading
+    candidates the guidance flags (e.g. overflowed); after the first alone, those together are tried.
     """
     needed: list = []
     pool = list(candidates)
     fixes.remember([], False)
     while pool and not fixes(needed):
         low, high = 0, len(pool)  # fixes(needed + pool[:low]) is False, fixes(needed + pool[:high]) is True
-        if high > 1 and fixes(needed + pool[:1]):
-            high = 1
-        else:
-            low = 1 if high > 1 else 0
+        for guess in sorted({1, min(suspects, high)}):
+            if low < guess < high:
+                if fixes(needed + pool[:guess]):
+                    high = guess
+                    break
+                low = guess
         while high - low > 1:
             middle = (low + high) // 2
             if fixes(needed + pool[:middle]):
