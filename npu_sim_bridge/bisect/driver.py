@@ -66,7 +66,8 @@ class Bisector:
         self.workdir = workdir or tempfile.mkdtemp(prefix="npu_sim_bisect_")
         self.base = output.base_entries(self.params.get("modify_mixlist"))
         self.result = BisectResult(target=target.describe(), rtol=rtol, mixed=self.mixed,
-                                   mixed_params={"modify_mixlist": self.params.get("modify_mixlist", "")})
+                                   mixed_params={"modify_mixlist": self.params.get("modify_mixlist", "")},
+                                   workdir=self.workdir)
         self.reference = None
 
     # ------------------------------------------------------------------ runs

@@ -28,6 +28,7 @@ class BisectResult:
     stayed_float16: list[str] = dataclasses.field(default_factory=list)
     mixed_params: dict = dataclasses.field(default_factory=dict)
     node_types: dict = dataclasses.field(default_factory=dict)
+    workdir: str = ""       # the candidate files and dumps of the runs
 
     @property
     def found(self) -> bool:
@@ -78,7 +79,7 @@ class BisectResult:
                 "error_before": number(self.error_before), "error_after": number(self.error_after),
                 "fix": {"types": list(self.fix.types), "nodes": list(self.fix.nodes),
                         "customize_dtypes_nodes": self.expanded_nodes},
-                "stayed_float16": self.stayed_float16, "message": self.message,
+                "stayed_float16": self.stayed_float16, "message": self.message, "workdir": self.workdir,
                 "trials": [trial.to_dict() for trial in self.trials]}
 
     def to_json(self) -> str:
@@ -105,6 +106,8 @@ class BisectResult:
         for index, trial in enumerate(self.trials, start=1):
             lines.append(f"    {index:3d} {trial.stage:6s} {trial.fix.label}: error {trial.error:.3g}"
                          f"{'  good' if trial.good else ''}{'  (' + trial.note + ')' if trial.note else ''}")
+        if self.workdir:
+            lines.append(f"  the runs' mixlists and dumps: {self.workdir}")
         lines.append(f"  runs: {self.runs} in all ({self.search_runs} with a candidate fix, for "
                      f"{len(self.candidate_types)} candidate type(s) and {len(self.candidate_nodes)} node(s))")
         if self.found:

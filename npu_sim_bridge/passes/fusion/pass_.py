@@ -1,10 +1,12 @@
 """The "fusion" pass: applies the fusion rules the fusion_switch_file leaves on, before placement and precision.
 
-Runs first, as the NPU's graph engine fuses before it decides precision. Function bodies (Grappler's
-function items) are left alone, and so is a graph an earlier NpuOptimizer run already processed
-(Grappler runs the pipeline twice): then the fused nodes it finds are only reported. Every match is
-reported: fused (on the fused node and on the nodes it replaced), switched off, or not fired with the
-reason the rule's check gave.
+Runs first, as the NPU's graph engine fuses before it decides precision. It first takes apart the
+fused ops Grappler's remapper made (unfuse.py), in every graph and function body, so that the rules
+alone decide. Function bodies (Grappler's function items) are otherwise left alone, and so is a graph
+an earlier NpuOptimizer run already processed (Grappler runs the pipeline twice): then the fused
+nodes it finds are only reported. Every match is reported: fused (on the fused node and on the nodes
+it replaced), switched off, or not fired with the reason the rule's check gave. After every pass ran,
+`finish` gives each node a rule fused away its fused op's list, dtype, placement and GeOp.
 """
 
 from __future__ import annotations

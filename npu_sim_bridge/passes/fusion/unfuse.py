@@ -25,7 +25,7 @@ from npu_sim_bridge.passes.fusion.rules import with_defaults
 
 REMAPPER_OPS = ("_FusedConv2D", "_FusedMatMul", "_FusedBatchNormEx")
 
-# Activations the remapper folds in, as (TensorFlow op, extra attrs read from the fused node).
+# Activations the remapper folds in (fused_ops name -> TensorFlow op).
 _ACTIVATIONS = {"Relu": "Relu", "Relu6": "Relu6", "Elu": "Elu", "LeakyRelu": "LeakyRelu", "Tanh": "Tanh",
                 "Sigmoid": "Sigmoid", "GeluApproximate": "Gelu", "GeluExact": "Gelu"}
 _CONV_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu")
