@@ -4,6 +4,8 @@ import json
 import math
 import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -112,19 +114,38 @@ def test_a_type_whose_every_node_overflows_goes_into_the_black_list(tmp_path):
     assert np.all(np.isfinite(fixed))
 
 
-def test_cli_bisect_on_a_graph_file_with_feeds(tmp_path, capsys):
+def npu_sim(*args):
+    """`npu-sim ARGS` in a child process, as a user runs it; (exit status, stdout, stderr)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(npu_sim_bridge.__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    done = subprocess.run([sys.executable, "-m", "npu_sim_bridge", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_npu_sim_bisect_on_a_graph_file_with_feeds(tmp_path):
     graph_path = str(tmp_path / "model.pb")
     tf.io.write_graph(overflow_graph().as_graph_def(), str(tmp_path), "model.pb", as_text=False)
     np.save(tmp_path / "x.npy", X)
     mixlist, report = str(tmp_path / "fix.json"), str(tmp_path / "report.json")
-    assert cli_main(["bisect", graph_path, "--fetch", "out", "--feed", f"x={tmp_path / 'x.npy'}",
-                     "--param", "precision_mode=allow_mix_precision", "--rtol", "0.01", "-o", mixlist,
-                     "--report", report]) == 0
-    captured = capsys.readouterr()
-    assert "run 3 (types): type MatMul" in captured.err            # progress on stderr
-    assert "keep float32: node big/MatMul" in captured.out and "set customize_dtypes" in captured.out
+    status, out, err = npu_sim("bisect", graph_path, "--fetch", "out", "--feed", f"x={tmp_path / 'x.npy'}",
+                               "--param", "precision_mode=allow_mix_precision", "--rtol", "0.01", "-o", mixlist,
+                               "--report", report)
+    assert status == 0, err
+    assert "run 3 (types): type MatMul" in err            # progress on stderr
+    assert "keep float32: node big/MatMul" in out and "set customize_dtypes" in out
     data = json.load(open(report))
     assert data["fix"]["nodes"] == ["big/MatMul"] and data["runs"] == 4 and len(data["trials"]) == 3
+    status, out, err = npu_sim("bisect", graph_path, "--fetch", "out", "-o", mixlist)   # no --feed x=...
+    assert status == 2 and "npu-sim bisect: error: the model does not run in float32" in err
+    assert "x" in err.splitlines()[-1]
+
+
+def test_cli_needs_a_graph_or_a_script_and_an_output(capsys):
+    with pytest.raises(SystemExit, match="either GRAPH"):
+        cli_main(["bisect", "-o", "m.json"])
+    with pytest.raises(SystemExit, match="with -o FILE.json"):
+        cli_main(["bisect", "model.pb", "--fetch", "out"])
 
 
 def test_unguided_search_also_finds_it():

@@ -161,3 +161,21 @@ def test_fused_away_nodes_carry_their_fused_ops_decisions(tmp_path, remapping):
         assert (node.list, node.dtype_after, node.placement, node.geop) == \
             (fused.list, fused.dtype_after, fused.placement, fused.geop)
         assert "fused into " in node.reason
+
+
+def test_a_fused_op_the_simulator_cannot_rebuild_stays_fused_and_is_reported():
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.compat.v1.placeholder(tf.float32, [2, 3], name="a")
+        b = tf.constant(np.ones((3, 4), np.float32), name="b")
+        bias = tf.constant(np.ones(4, np.float32), name="bias")
+        tf.identity(tf.matmul(a, b, name="mm"), name="out")
+    graph_def = graph.as_graph_def()
+    node = next(n for n in graph_def.node if n.name == "mm")
+    node.op = "_FusedMatMul"
+    node.input.append("bias")
+    node.attr["num_args"].i = 1
+    node.attr["fused_ops"].list.s.extend([b"BiasAdd", b"Softplus"])
+    report = npu_sim_bridge.rewrite(graph_def, {"precision_mode": "allow_mix_precision"}, fetches=["out"]).report
+    assert "fused op 'Softplus' has no primitive this simulator rebuilds" in report.nodes["mm"].reason
+    assert any("mm" in text and "cannot take apart" in text for text in report.warnings)
