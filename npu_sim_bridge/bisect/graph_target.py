@@ -111,7 +111,17 @@ def _node_infos(report, graph_def) -> dict[str, NodeInfo]:
 
 
 def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
+    """The line of a TensorFlow run error that says what went wrong (not its traceback)."""
+    import re
+
+    missing = re.search(r"You must feed a value for placeholder tensor '([^']+)'([^\n]*)", text)
+    if missing:
+        return (f"placeholder {missing.group(1)} needs a value{missing.group(2)}: give it with "
+                f"--feed {missing.group(1)}=FILE.npy")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(("Graph execution error", "Detected at node", "File ",
+                                                             "[[", "Stack trace", "Node:"))]
+    return lines[-1] if lines else text.strip()
 
 
 def _close(name, names) -> str:
