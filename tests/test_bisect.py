@@ -177,3 +177,25 @@ def test_a_model_that_is_fine_in_mixed_precision_needs_nothing(tmp_path):
                           progress=None)
     assert not result.found and "nothing to keep in float32" in result.message
     assert not os.path.exists(tmp_path / "m.json")
+
+
+def test_a_saved_model_or_a_checkpointed_meta_graph_has_its_variables_frozen(tmp_path):
+    rs = np.random.RandomState(0)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [8, 64], name="x")
+        w_big = tf.compat.v1.get_variable("w_big", initializer=rs.uniform(400, 800, (64, 16)).astype(np.float32))
+        w_small = tf.compat.v1.get_variable("w_small", initializer=rs.normal(0, 0.1, (64, 16)).astype(np.float32))
+        big = tf.multiply(tf.matmul(x, w_big, name="big/MatMul"), 1e-3, name="big/scale")
+        tf.reduce_sum(big + tf.matmul(x, w_small, name="small/MatMul"), axis=1, name="out")
+        with tf.compat.v1.Session(graph=graph) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+            builder = tf.compat.v1.saved_model.Builder(str(tmp_path / "saved"))
+            builder.add_meta_graph_and_variables(sess, ["serve"])
+            builder.save()
+    for source in (str(tmp_path / "saved"), str(tmp_path / "model.ckpt.meta")):
+        result = bisect_graph(source, ["out"], feeds={"x:0": X}, progress=None)
+        assert result.fix.nodes == ("big/MatMul",), source
+    with pytest.raises(BisectError, match="holds variables .* whose values this file does not carry"):
+        bisect_graph(graph.as_graph_def(), ["out"], feeds={"x:0": X}, progress=None)

@@ -59,10 +59,15 @@ class GraphTarget:
                                   f"{_close(feed.rsplit(':', 1)[0], names)}")
         variables = sorted(n.name for n in self.graph_def.node if n.op in _VARIABLE_OPS)
         if variables:
-            raise BisectError(f"the graph holds variables ({', '.join(variables[:3])}{' ...' if len(variables) > 3 else ''})"
-                              " whose values a graph file does not carry; freeze it first "
-                              "(tf.compat.v1.graph_util.convert_variables_to_constants) or bisect the training "
-                              "script with --script")
+            frozen = _frozen(graph, [fetch.rsplit(":", 1)[0] for fetch in self.fetches])
+            if frozen is None:
+                raise BisectError(
+                    f"the graph holds variables ({', '.join(variables[:3])}{' ...' if len(variables) > 3 else ''}) "
+                    "whose values this file does not carry; give a SavedModel folder or a .meta file next to its "
+                    "checkpoint (model.ckpt.meta with model.ckpt.index), freeze the graph "
+                    "(tf.compat.v1.graph_util.convert_variables_to_constants), or bisect the training script with "
+                    "--script")
+            self.graph_def = frozen
         self.params = dict(params or {})
 
     def describe(self) -> str:
@@ -94,6 +99,38 @@ class GraphTarget:
             except tf.errors.OpError as err:
                 return Outcome([], nodes, failure=_first_line(err.message))
         return Outcome([np.asarray(v) for v in values], nodes)
+
+
+def _frozen(source, fetch_nodes):
+    """The graph of a SavedModel folder, or of a .meta file beside its checkpoint, with the variables' values
+    as constants; None for any other source."""
+    import tensorflow as tf
+
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = os.fspath(source)
+    saved_model = os.path.isdir(path) and any(os.path.exists(os.path.join(path, name))
+                                              for name in ("saved_model.pb", "saved_model.pbtxt"))
+    checkpoint = path[:-len(".meta")] if path.endswith(".meta") else None
+    if not saved_model and not (checkpoint and os.path.exists(checkpoint + ".index")):
+        return None
+    with tf.Graph().as_default() as graph, tf.compat.v1.Session(graph=graph) as sess:
+        try:
+            if saved_model:
+                tags = _saved_model_tags(path)
+                tf.compat.v1.saved_model.loader.load(sess, tags, path)
+            else:
+                tf.compat.v1.train.import_meta_graph(path).restore(sess, checkpoint)
+            return tf.compat.v1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), fetch_nodes)
+        except (tf.errors.OpError, ValueError, OSError) as err:
+            raise BisectError(f"cannot load the variables of {path!r}: {_first_line(str(err))}") from None
+
+
+def _saved_model_tags(path):
+    from tensorflow.python.saved_model import loader_impl
+
+    metas = loader_impl.parse_saved_model(path).meta_graphs
+    return list(metas[0].meta_info_def.tags) if metas else ["serve"]
 
 
 def _node_infos(report, graph_def) -> dict[str, NodeInfo]:
