@@ -199,3 +199,27 @@ def test_a_saved_model_or_a_checkpointed_meta_graph_has_its_variables_frozen(tmp
         assert result.fix.nodes == ("big/MatMul",), source
     with pytest.raises(BisectError, match="holds variables .* whose values this file does not carry"):
         bisect_graph(graph.as_graph_def(), ["out"], feeds={"x:0": X}, progress=None)
+
+
+def test_a_fused_culprit_is_kept_with_the_nodes_fused_into_it_and_float16_only_ops_are_no_candidates(tmp_path):
+    """The issue's CNN graph with a MatMul+BiasAdd (fused by MatMulBiasAddFusionPass) that overflows."""
+    rs = np.random.RandomState(0)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 8, 8, 3], name="x")
+        c = tf.nn.conv2d(x, tf.constant(rs.normal(size=(3, 3, 3, 8)).astype(np.float32)), 1, "SAME", name="conv")
+        r = tf.nn.relu(tf.nn.bias_add(c, tf.constant(rs.normal(size=8).astype(np.float32)), name="bias1"),
+                       name="relu")
+        p = tf.reshape(tf.nn.max_pool2d(r, 2, 2, "VALID", name="pool"), [2, 128], name="flat")
+        m = tf.matmul(p, tf.constant(rs.uniform(300, 600, (128, 10)).astype(np.float32)), name="matmul")
+        b2 = tf.nn.bias_add(m, tf.constant(rs.normal(size=10).astype(np.float32)), name="bias2")
+        m2 = tf.matmul(p, tf.constant(rs.normal(0, 0.1, (128, 10)).astype(np.float32)), name="matmul2")
+        logits = tf.multiply(b2, 1e-5, name="scale") + m2
+        tf.reduce_sum(tf.math.log(tf.nn.softmax(logits, name="softmax"), name="log"), name="sum")
+    feed = {"x:0": np.abs(rs.normal(size=(2, 8, 8, 3))).astype(np.float32) * 3}
+    mixlist = str(tmp_path / "mixlist.json")
+    result = bisect_graph(graph.as_graph_def(), ["sum"], feeds=feed, output=mixlist, progress=None)
+    assert result.fix.nodes == ("bias2",) and result.expanded_nodes == ["bias2", "matmul"]
+    assert {"conv", "bias1", "relu", "pool"} <= set(result.float16_only)
+    assert [e.name for e in load_customize_dtypes(customize_path(mixlist))] == ["bias2", "matmul"]
+    assert "matmul2" in result.stayed_float16

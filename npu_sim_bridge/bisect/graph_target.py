@@ -8,7 +8,7 @@ import numpy as np
 
 from npu_sim_bridge.bisect.outcome import BisectError, NodeInfo, Outcome
 from npu_sim_bridge.errors import NpuSimError
-from npu_sim_bridge.passes.fusion.marks import FUSED_NODES_ATTR
+from npu_sim_bridge.passes.fusion.marks import FUSED_BASE, FUSED_NODES_ATTR
 
 _PRECISION_KEYS = ("precision_mode", "precision_mode_v2")
 _VARIABLE_OPS = frozenset({"VariableV2", "VarHandleOp", "Variable", "VarHandleOpV2"})
@@ -134,7 +134,8 @@ def _saved_model_tags(path):
 
 
 def _node_infos(report, graph_def) -> dict[str, NodeInfo]:
-    groups = {}
+    """Each node's decision; a fused node counts as its base op (MatMul for _FusedMatMul), with its members."""
+    groups, base = {}, {}
     bodies = [graph_def.node] + [function.node_def for function in graph_def.library.function]
     for body in bodies:
         for node in body:
@@ -143,7 +144,10 @@ def _node_infos(report, graph_def) -> dict[str, NodeInfo]:
                 members = list(dict.fromkeys(members + [node.name]))
                 for member in members:
                     groups[member] = tuple(m for m in members if m != member)
-    return {name: NodeInfo(name, d.op, d.list, d.dtype_before, d.dtype_after, d.placement, groups.get(name, ()))
+                    if node.op in FUSED_BASE:  # a fused-away BiasAdd runs as part of the fused MatMul
+                        base[member] = FUSED_BASE[node.op]
+    return {name: NodeInfo(name, base.get(name, d.op), d.list, d.dtype_before, d.dtype_after, d.placement,
+                           groups.get(name, ()))
             for name, d in report.nodes.items()}
 
 
