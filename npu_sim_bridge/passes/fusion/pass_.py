@@ -54,7 +54,7 @@ class FusionPass(GraphPass):
             existing = Counter(rule for node in view.nodes() for rule in fusion_rules(node))
             ctx.cache[FUSED_CACHE] = {node.name: fusion_rules(node) for node in view.nodes() if fusion_rules(node)}
             stats.update(already_processed=True, fused=dict(existing))
-            return PassResult(changed=False, stats=stats)
+            return PassResult(changed=bool(unfused), stats=stats)
 
         from npu_sim_bridge.graph.outline import function_library
         from npu_sim_bridge.passes.partition import support
