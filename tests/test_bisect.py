@@ -223,3 +223,12 @@ def test_a_fused_culprit_is_kept_with_the_nodes_fused_into_it_and_float16_only_o
     assert {"conv", "bias1", "relu", "pool"} <= set(result.float16_only)
     assert [e.name for e in load_customize_dtypes(customize_path(mixlist))] == ["bias2", "matmul"]
     assert "matmul2" in result.stayed_float16
+
+
+def test_the_example_runs(tmp_path):
+    import runpy
+
+    example = runpy.run_path(os.path.join(os.path.dirname(__file__), os.pardir, "examples", "bisect_overflow.py"),
+                             run_name="bisect_overflow")
+    result, fixed = example["main"](str(tmp_path))
+    assert result.fix.nodes == ("big/MatMul",) and np.all(np.isfinite(fixed))
