@@ -125,6 +125,7 @@ class Bisector:
                       "float32 kernel)")
         self.reference = self._run("reference", overrides)
         self._check_reference(self.reference)
+        self.result.reference_values = self.reference.values
         overrides = self._fix_overrides(Fix())
         if probe:
             overrides.update(guide_mod.dump_overrides(mixed_dump, overflow=True))
@@ -238,6 +239,7 @@ class Bisector:
         self.result.fix = fix
         self.result.expanded_nodes = self._expand(fix.nodes)
         self.result.error_after = trial.error
+        self.result.fixed_values = outcome.values
         self.result.stayed_float16 = sorted(
             name for name, node in outcome.nodes.items()
             if name in self.candidates_by_name and node.dtype_after in _FLOAT16)

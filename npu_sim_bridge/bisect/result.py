@@ -6,6 +6,8 @@ import dataclasses
 import json
 import math
 
+import numpy as np
+
 from npu_sim_bridge.bisect.outcome import Fix, Trial
 
 
@@ -29,6 +31,8 @@ class BisectResult:
     mixed_params: dict = dataclasses.field(default_factory=dict)
     node_types: dict = dataclasses.field(default_factory=dict)
     workdir: str = ""       # the candidate files and dumps of the runs
+    reference_values: list = dataclasses.field(default_factory=list)   # what the float32 run gave
+    fixed_values: list = dataclasses.field(default_factory=list)       # what the run with the fix gave
 
     @property
     def found(self) -> bool:
@@ -80,6 +84,8 @@ class BisectResult:
                 "fix": {"types": list(self.fix.types), "nodes": list(self.fix.nodes),
                         "customize_dtypes_nodes": self.expanded_nodes},
                 "stayed_float16": self.stayed_float16, "message": self.message, "workdir": self.workdir,
+                "reference_values": [np.asarray(v).tolist() for v in self.reference_values],
+                "fixed_values": [np.asarray(v).tolist() for v in self.fixed_values],
                 "trials": [trial.to_dict() for trial in self.trials]}
 
     def to_json(self) -> str:
