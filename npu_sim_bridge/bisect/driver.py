@@ -69,6 +69,10 @@ class Bisector:
                                    mixed_params={"modify_mixlist": self.params.get("modify_mixlist", "")},
                                    workdir=self.workdir)
         self.reference = None
+        self.last_outcomes: dict = {}       # Fix -> (Outcome, Trial)
+        self.candidates_by_name: dict = {}
+        self.ordered: list = []
+        self.overflowed: set = set()
 
     # ------------------------------------------------------------------ runs
     def _run(self, stage: str, overrides: dict, fix: Fix = Fix()):
@@ -114,7 +118,6 @@ class Bisector:
 
     # ------------------------------------------------------------------ steps
     def run(self) -> BisectResult:
-        self.last_outcomes = {}
         reference_dump = os.path.join(self.workdir, "dump_float32")
         mixed_dump = os.path.join(self.workdir, "dump_mixed")
         probe = self.guided
@@ -153,7 +156,7 @@ class Bisector:
         self.result.candidate_types = types
         self.progress(f"{len(ordered)} candidate node(s) of {len(types)} op type(s), most suspect first: "
                       f"{', '.join(types[:8])}{' ...' if len(types) > 8 else ''}")
-        culprit_types = self._search_types(types, trial)
+        culprit_types = self._search_types(types)
         fix = self._search_nodes(culprit_types, ordered)
         self._finish(fix, candidates)
         return self.result
@@ -196,7 +199,7 @@ class Bisector:
             text += f"; only float16-only ops do ({', '.join(float16_only[:5])}), which no mixlist can change"
         return text
 
-    def _search_types(self, types, mixed_trial) -> list[str]:
+    def _search_types(self, types) -> list[str]:
         oracle = Oracle(lambda chosen: self.trial("types", Fix(types=chosen)))
         if not oracle(types[:1]) and len(types) > 1 and not oracle(types):
             last = self.result.trials[-1]
