@@ -129,6 +129,8 @@ class FusionPass(GraphPass):
                 continue
             record.list, record.dtype_after = fused.list, fused.dtype_after
             record.placement, record.geop = fused.placement, fused.geop
+            if target != absorbed[name]:
+                record.add_reason(f"runs inside {target}, as {absorbed[name]} does")
 
 
 def _note(ctx, name: str, text: str) -> NodeDecision:
