@@ -146,6 +146,8 @@ def test_cli_needs_a_graph_or_a_script_and_an_output(capsys):
         cli_main(["bisect", "-o", "m.json"])
     with pytest.raises(SystemExit, match="with -o FILE.json"):
         cli_main(["bisect", "model.pb", "--fetch", "out"])
+    with pytest.raises(SystemExit, match="--rtol 'tight' is not a number"):
+        cli_main(["bisect", "model.pb", "--fetch", "out", "-o", "m.json", "--rtol", "tight"])
 
 
 def test_unguided_search_also_finds_it():

@@ -41,6 +41,13 @@ def _split_script_args(args) -> None:
     args.script, args.script_args = args.script[0], script_args
 
 
+def _number(option, text, kind):
+    try:
+        return kind(text)
+    except (TypeError, ValueError):
+        raise SystemExit(f"npu-sim bisect: {option} {text!r} is not {'an integer' if kind is int else 'a number'}")
+
+
 def cmd_bisect(args) -> int:
     from npu_sim_bridge.bisect import bisect_graph, bisect_script
     from npu_sim_bridge.bisect.graph_target import load_feeds
@@ -52,15 +59,16 @@ def cmd_bisect(args) -> int:
     if not args.output:
         raise SystemExit("npu-sim bisect: name the mixlist to write with -o FILE.json")
     params = _parse_params(args.param)
-    rtol = float(args.rtol)
+    rtol = _number("--rtol", args.rtol, float)
+    steps = _number("--steps", args.steps, int) if args.steps is not None else None
+    timeout = _number("--timeout", args.timeout, float) if args.timeout else None
     if args.graph:
         result = bisect_graph(args.graph, args.fetch, feeds=load_feeds(args.feed), params=params, rtol=rtol,
                               output=args.output, guided=not args.no_guide)
     else:
         result = bisect_script(args.script, args.script_args, metric=args.metric,
-                               steps=int(args.steps) if args.steps is not None else None, params=params, rtol=rtol,
-                               output=args.output, guided=not args.no_guide,
-                               timeout=float(args.timeout) if args.timeout else None)
+                               steps=steps, params=params, rtol=rtol, output=args.output, guided=not args.no_guide,
+                               timeout=timeout)
     sys.stdout.write(result.to_text())
     if args.report:
         with open(args.report, "w", encoding="utf-8") as handle:
