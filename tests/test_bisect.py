@@ -137,17 +137,26 @@ def test_npu_sim_bisect_on_a_graph_file_with_feeds(tmp_path):
     data = json.load(open(report))
     assert data["fix"]["nodes"] == ["big/MatMul"] and data["runs"] == 4 and len(data["trials"]) == 3
     status, out, err = npu_sim("bisect", graph_path, "--fetch", "out", "-o", mixlist)   # no --feed x=...
-    assert status == 2 and "npu-sim bisect: error: the model does not run in float32" in err
+    assert status == 1 and "npu-sim bisect: error: the model does not run in float32" in err
     assert "placeholder x needs a value" in err and "--feed x=FILE.npy" in err
 
 
-def test_cli_needs_a_graph_or_a_script_and_an_output(capsys):
-    with pytest.raises(SystemExit, match="either GRAPH"):
-        cli_main(["bisect", "-o", "m.json"])
-    with pytest.raises(SystemExit, match="with -o FILE.json"):
-        cli_main(["bisect", "model.pb", "--fetch", "out"])
-    with pytest.raises(SystemExit, match="--rtol 'tight' is not a number"):
-        cli_main(["bisect", "model.pb", "--fetch", "out", "-o", "m.json", "--rtol", "tight"])
+@pytest.mark.parametrize("args, message", [
+    (["-o", "m.json"], "give either GRAPH (with --fetch) or --script"),
+    (["model.pb", "--fetch", "out"], "name the mixlist to write with -o FILE.json"),
+    (["model.pb", "--fetch", "out", "-o", "m.json", "--rtol", "tight"], "--rtol 'tight' is not a number"),
+    (["model.pb", "--fetch", "out", "-o", "m.json", "--rtol", "nan"], "must be a positive finite number"),
+    (["--script", "no_such.py", "--metric", "x", "-o", "m.json"], "--script 'no_such.py' does not exist"),
+])
+def test_cli_usage_errors_exit_2_with_one_line(capsys, args, message):
+    assert cli_main(["bisect", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("npu-sim bisect: error: ") and message in err
+
+
+def test_an_output_folder_that_does_not_exist_is_refused_before_any_run(tmp_path, capsys):
+    assert cli_main(["bisect", "model.pb", "--fetch", "out", "-o", str(tmp_path / "no" / "m.json")]) == 1
+    assert "its folder" in capsys.readouterr().err
 
 
 def test_unguided_search_also_finds_it():

@@ -25,6 +25,7 @@ from npu_sim_bridge.bisect import output
 from npu_sim_bridge.bisect.outcome import BisectError, Fix, Trial, relative_error
 from npu_sim_bridge.bisect.result import BisectResult
 from npu_sim_bridge.bisect.search import Oracle, smallest_fix
+from npu_sim_bridge.fileio import write_atomic
 
 REFERENCE_MODE = "allow_fp32_to_fp16"
 DEFAULT_MIXED = {"precision_mode": "allow_mix_precision"}
@@ -268,9 +269,9 @@ def write_outputs(result: BisectResult, path: str) -> list[str]:
     node_path = output.customize_path(path)
     note = (f"\nsingle nodes kept float32 ({', '.join(result.fix.nodes)}) are in {os.path.basename(node_path)}: "
             "set the option customize_dtypes to it as well") if result.fix.nodes else ""
-    output.write(path, output.mixlist_text(result.fix.types, base, comments, header + note))
+    write_atomic(path, output.mixlist_text(result.fix.types, base, comments, header + note), "mixlist")
     written = [path]
     if result.fix.nodes:
-        output.write(node_path, output.customize_text(result.expanded_nodes, comments, header))
+        write_atomic(node_path, output.customize_text(result.expanded_nodes, comments, header), "customize_dtypes file")
         written.append(node_path)
     return written

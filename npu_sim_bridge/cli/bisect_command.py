@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from npu_sim_bridge.cli.errors import UsageError
+from npu_sim_bridge.fileio import check_output_path, write_atomic
 
 SEPARATOR = "--script-args"
 _SCRIPT_OPTIONS = {"--metric": "metric", "--steps": "steps", "--rtol": "rtol", "-o": "output", "--output": "output",
@@ -29,7 +33,7 @@ def _split_script_args(args) -> None:
                 continue
             if not eq:
                 if not rest:
-                    raise SystemExit(f"npu-sim bisect: {key} needs a value")
+                    raise UsageError(f"{key} needs a value")
                 value = rest.pop(0)
             name = _SCRIPT_OPTIONS[key]
             if name == "param":
@@ -43,9 +47,12 @@ def _split_script_args(args) -> None:
 
 def _number(option, text, kind):
     try:
-        return kind(text)
+        value = kind(text)
     except (TypeError, ValueError):
-        raise SystemExit(f"npu-sim bisect: {option} {text!r} is not {'an integer' if kind is int else 'a number'}")
+        raise UsageError(f"{option} {text!r} is not {'an integer' if kind is int else 'a number'}") from None
+    if not 0 < value < float("inf"):
+        raise UsageError(f"{option} {text!r} must be a positive finite number")
+    return value
 
 
 def cmd_bisect(args) -> int:
@@ -55,9 +62,14 @@ def cmd_bisect(args) -> int:
 
     _split_script_args(args)
     if bool(args.graph) == bool(args.script):
-        raise SystemExit("npu-sim bisect: give either GRAPH (with --fetch) or --script SCRIPT ARGS... (with --metric)")
+        raise UsageError("give either GRAPH (with --fetch) or --script SCRIPT ARGS... (with --metric)")
     if not args.output:
-        raise SystemExit("npu-sim bisect: name the mixlist to write with -o FILE.json")
+        raise UsageError("name the mixlist to write with -o FILE.json")
+    if args.script and not os.path.isfile(args.script):
+        raise UsageError(f"--script {args.script!r} does not exist or is not a file")
+    check_output_path(args.output, "-o")  # before the runs: a wrong path costs no work
+    if args.report:
+        check_output_path(args.report, "--report")
     params = _parse_params(args.param)
     rtol = _number("--rtol", args.rtol, float)
     steps = _number("--steps", args.steps, int) if args.steps is not None else None
@@ -71,8 +83,7 @@ def cmd_bisect(args) -> int:
                                timeout=timeout)
     sys.stdout.write(result.to_text())
     if args.report:
-        with open(args.report, "w", encoding="utf-8") as handle:
-            handle.write(result.to_json())
+        write_atomic(args.report, result.to_json(), "--report")
     if result.found:
         from npu_sim_bridge.bisect.output import customize_path
 
