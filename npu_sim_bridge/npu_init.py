@@ -4,7 +4,7 @@ Like the real module it has no `__all__`, so a star import brings every public n
 `tf`, `RewriterConfig`, `config_pb2`, `npu_scope`, `util`, `npu_ops` and `hccl_ops`. npu_bridge
 only ever ran on TensorFlow 1.15, so two things make a script written for it run unchanged on
 TensorFlow 2.15: `tf` here is the TF1 API (the names of `tensorflow.compat.v1` plus `tf.contrib`,
-see runtime/tf1.py; a star import after `import tensorflow as tf` replaces the script's `tf` with
+see npu_sim_bridge/tf1compat; a star import after `import tensorflow as tf` replaces the script's `tf` with
 it, as the real module's star import does), and importing this module turns eager execution off
 (TF1 graph mode). Use `npu_sim_bridge.runtime.*` for the same helpers without that switch.
 
@@ -68,7 +68,6 @@ from npu_sim_bridge.runtime.estimator import (  # noqa: F401
 )
 from npu_sim_bridge.runtime.graph_mode import enter_tf1_graph_mode as _enter_tf1_graph_mode
 from npu_sim_bridge.runtime.hccl.cluster import route_sessions as _route_sessions
-from npu_sim_bridge.runtime.tf1 import tf1_module as _tf1_module
 from npu_sim_bridge.runtime.hooks import (  # noqa: F401
     NPUBroadcastGlobalVariablesCallback,
     NPUBroadcastGlobalVariablesHook,
@@ -83,6 +82,7 @@ from npu_sim_bridge.runtime.loss_scale import (  # noqa: F401
     FixedLossScaleManager,
     NPULossScaleOptimizer,
 )
+from npu_sim_bridge.runtime.loss_scale import register_tf1_contrib as _register_tf1_contrib
 from npu_sim_bridge.runtime.npu_optimizer import NPUOptimizer  # noqa: F401
 from npu_sim_bridge.runtime.npu_plugin import npu_close  # noqa: F401
 from npu_sim_bridge.runtime.npu_unary_ops import npu_unary_ops  # noqa: F401
@@ -99,8 +99,10 @@ from npu_sim_bridge.runtime.session import (  # noqa: F401
     shutdown_resource,
 )
 from npu_sim_bridge.runtime.session import enable_from_environment as _enable_from_environment
+from npu_sim_bridge.tf1compat.view import tf1_module as _tf1_module
 
-tf = _tf1_module()  # TensorFlow 1.15's API: tf.compat.v1's names plus tf.contrib (runtime/tf1.py)
+_register_tf1_contrib()  # tf.contrib.mixed_precision is the loss scaling above
+tf = _tf1_module()  # TensorFlow 1.15's API: tf.compat.v1's names plus tf.contrib (npu_sim_bridge.tf1compat)
 
 experimental_options = {
     "disable_model_pruning": False,

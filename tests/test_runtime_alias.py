@@ -11,6 +11,7 @@ import tensorflow as tf
 from tensorflow.python.keras import backend as old_keras_backend
 
 from npu_sim_bridge import npu_init
+from npu_sim_bridge.cli import run
 from npu_sim_bridge.cli.main import main as cli_main
 from npu_sim_bridge.runtime import alias
 
@@ -172,7 +173,7 @@ def test_seed_script_runs_with_the_packages_own_import(name, tmp_path, capsys):
     try:
         with tf.Graph().as_default():
             try:
-                alias.run_script(script, alias=False)
+                run.run_script(script, alias=False)
             except SystemExit as stopped:  # seed 000's tf.app.run() exits, as it does on the real adapter
                 assert stopped.code in (None, 0)
     finally:

@@ -11,7 +11,7 @@ import npu_sim_bridge
 from npu_sim_bridge import npu_init
 from npu_sim_bridge.config import KEYS, from_config_proto, from_dict
 from npu_sim_bridge.runtime import session as session_lib
-from npu_sim_bridge.runtime.tf1 import tf1_module
+from npu_sim_bridge.tf1compat.view import tf1_module
 from npu_sim_bridge.runtime import util
 
 SPEC_NAMES = (
@@ -33,7 +33,7 @@ def test_star_import_gives_the_spec_names_and_tf1_api():
     exec("from npu_sim_bridge.npu_init import *", namespace)  # noqa: S102 - what migrated scripts do
     missing = [name for name in SPEC_NAMES if name not in namespace]
     assert missing == []
-    # `tf` is the TF1 API: tf.compat.v1's names plus tf.contrib (runtime/tf1.py)
+    # `tf` is the TF1 API: tf.compat.v1's names plus tf.contrib (npu_sim_bridge.tf1compat)
     assert namespace["tf"] is tf1_module() and namespace["tf"].ConfigProto is tf.compat.v1.ConfigProto
     assert namespace["RewriterConfig"] is RewriterConfig
     assert (namespace["get_rank_size"](), namespace["get_rank_id"](), namespace["get_local_rank_id"]()) == (1, 0, 0)

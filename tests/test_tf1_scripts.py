@@ -2,8 +2,8 @@
 
 The scripts in tests/tf1_scripts/ run as subprocesses (the TF1 mapping turns TensorFlow's v2
 behaviour off for the whole process, which this pytest process must keep); they run two at a time
-once per module. The rest checks runtime/tf1.py, tf1_contrib.py and tf1_layers.py in-process without
-installing the import hook.
+once per module. The rest checks npu_sim_bridge.tf1compat's parts in-process without installing the
+import hook.
 """
 
 import builtins
@@ -18,7 +18,10 @@ import pytest
 import tensorflow as tf
 
 from npu_sim_bridge.cli.main import build_parser
-from npu_sim_bridge.runtime import tf1, tf1_contrib, tf1_layers
+from npu_sim_bridge.tf1compat import contrib as tf1_contrib
+from npu_sim_bridge.tf1compat import hook as tf1
+from npu_sim_bridge.tf1compat import view
+from npu_sim_bridge.tf1compat.hparams import HParams
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf1_scripts")
@@ -181,12 +184,12 @@ def test_star_import_after_import_tensorflow_gives_the_tf1_api_in_graph_mode(run
 # The mapping's parts, in-process (the import hook is never installed here)
 
 def test_tf1_module_has_the_v1_names_and_explains_tensorflow2_only_names():
-    module = tf1.tf1_module()
+    module = view.tf1_module()
     assert module.Session is V1.Session and module.ConfigProto is V1.ConfigProto and module.app is V1.app
     assert module.compat.v1 is module and module.compat.v2 is tf.compat.v2
     assert module.compat.as_bytes is tf.compat.as_bytes
-    assert module.python.keras is sys.modules["keras.src"] and module.python.framework is sys.modules[
-        "tensorflow.python.framework"]
+    assert module.python.keras is sys.modules["keras.src"]
+    assert module.python.framework.ops.Graph is tf.Graph  # the real module's names through the TF 1.15 view
     with pytest.raises(AttributeError, match=r"no attribute 'optimizers'.*tf\.compat\.v2\.optimizers.*--tf2"):
         module.optimizers  # pylint: disable=pointless-statement
 
@@ -196,7 +199,7 @@ def test_user_code_is_what_is_not_an_installed_library(tmp_path):
     assert tf1.is_user_code({"__name__": "__main__", "__file__": script})
     assert tf1.is_user_code({"__name__": "models.resnet", "__file__": str(tmp_path / "models" / "resnet.py")})
     assert not tf1.is_user_code({"__name__": "tensorflow.python.ops.nn", "__file__": tf.__file__})
-    assert not tf1.is_user_code({"__name__": "npu_sim_bridge.runtime.scopes", "__file__": tf1_layers.__file__})
+    assert not tf1.is_user_code({"__name__": "npu_sim_bridge.runtime.scopes", "__file__": tf1_contrib.__file__})
     assert not tf1.is_user_code({"__name__": "keras.src.backend", "__file__": script})  # a library by name
     assert not tf1.is_user_code({"__name__": "x", "__file__": "/opt/env/lib/site-packages/x.py"})
     assert not tf1.is_user_code(None) and not tf1.is_user_code({"__name__": "exec'd"})
@@ -211,14 +214,14 @@ def hook_fixture(monkeypatch):
 
 
 def test_import_hook_gives_user_code_the_tf1_view_and_libraries_the_real_module(hook):
-    assert hook("tensorflow") is tf1.tf1_module()
+    assert hook("tensorflow") is view.tf1_module()
     assert hook("tensorflow", importer={"__name__": "keras.src.x", "__file__": "/x.py"}) is sys.modules["tensorflow"]
-    assert hook("tensorflow.compat.v1") is tf1.tf1_module()                 # `import tensorflow.compat.v1 as tf`
-    assert hook("tensorflow.compat", ("v1",)).v1 is tf1.tf1_module()        # `from tensorflow.compat import v1`
-    assert hook("tensorflow.contrib", ("slim",)).slim.conv2d is tf1_layers.conv2d
+    assert hook("tensorflow.compat.v1") is view.tf1_module()                 # `import tensorflow.compat.v1 as tf`
+    assert hook("tensorflow.compat", ("v1",)).v1 is view.tf1_module()        # `from tensorflow.compat import v1`
+    assert hook("tensorflow.contrib", ("slim",)).slim.conv2d is sys.modules["tf_slim"].conv2d
     assert hook("tensorflow.python.keras", ("backend",)) is sys.modules["keras.src"]  # TF 1.15's tf.keras
     assert hook("tensorflow.python.keras.layers", ("Dense",)).Dense is tf.keras.layers.Dense
-    assert hook("tensorflow.python.framework", ("ops",)) is sys.modules["tensorflow.python.framework"]
+    assert hook("tensorflow.python.framework", ("ops",)).ops.Graph is tf.Graph
     assert hook("tensorflow.keras.optimizers", ("Adam",)).Adam is V1.keras.optimizers.Adam  # the Keras legacy one
     with pytest.raises(ModuleNotFoundError, match="no module 'not_a_module' either"):
         hook("tensorflow.contrib.not_a_module")
@@ -228,22 +231,22 @@ def test_import_hook_gives_user_code_the_tf1_view_and_libraries_the_real_module(
 
 def test_removed_contrib_module_imports_with_a_warning_and_fails_on_use():
     contrib = tf1_contrib.Contrib()  # a fresh one: the process-wide object warns once per module
-    with pytest.warns(tf1_contrib.TF1CompatWarning, match=r"tf\.contrib\.quantize .*tensorflow_model_optimization"):
-        quantize = contrib.quantize
-    with pytest.raises(tf1_contrib.TF1ContribError, match=r"tf\.contrib\.quantize\.create_training_graph is not "
-                                                           r"available.*tensorflow_model_optimization"):
-        quantize.create_training_graph  # pylint: disable=pointless-statement
+    with pytest.warns(tf1_contrib.TF1CompatWarning, match=r"tf\.contrib\.gan .*tensorflow_gan"):
+        gan = contrib.gan
+    with pytest.raises(tf1_contrib.TF1ContribError, match=r"tf\.contrib\.gan\.gan_model is not "
+                                                           r"available.*tensorflow_gan"):
+        gan.gan_model  # pylint: disable=pointless-statement
     assert isinstance(tf1_contrib.TF1ContribError("x"), AttributeError)
     assert tf1_contrib.import_contrib(["tpu", "python", "tpu", "tpu_estimator"]).TPUEstimator is \
         V1.estimator.tpu.TPUEstimator
 
 
 def test_hparams_parse_keeps_types_and_rejects_unknown_names():
-    hparams = tf1_contrib.HParams(learning_rate=0.1, steps=10, layers=[64, 32], name="resnet", use_bn=True)
+    hparams = HParams(learning_rate=0.1, steps=10, layers=[64, 32], name="resnet", use_bn=True)
     hparams.parse("learning_rate=2,steps=20, layers=[8,4,2],name=vgg,use_bn=false")
     assert hparams.values() == {"learning_rate": 2.0, "steps": 20, "layers": [8, 4, 2], "name": "vgg", "use_bn": False}
     assert isinstance(hparams.learning_rate, float) and "steps" in hparams and hparams.get("missing", 7) == 7
-    again = tf1_contrib.HParams(learning_rate=0.0, steps=0, layers=[0], name="", use_bn=True)
+    again = HParams(learning_rate=0.0, steps=0, layers=[0], name="", use_bn=True)
     assert again.parse_json(hparams.to_json()).values() == hparams.values()
     with pytest.raises(ValueError, match="unknown hyperparameter 'depth'"):
         hparams.parse("depth=3")
@@ -251,44 +254,6 @@ def test_hparams_parse_keeps_types_and_rejects_unknown_names():
         hparams.parse("steps=x")
     with pytest.raises(ValueError, match="'steps' is of type int"):
         hparams.set_hparam("steps", 1.5)
-
-
-def test_contrib_layers_keep_tf1_scopes_names_and_collections():
-    with tf.Graph().as_default():
-        images = V1.placeholder(tf.float32, [2, 6, 6, 3])
-        with tf1_layers.arg_scope([tf1_layers.conv2d, tf1_layers.fully_connected],
-                                  weights_regularizer=tf1_layers.l2_regularizer(0.5)):
-            net = tf1_layers.conv2d(images, 4, 3, normalizer_fn=tf1_layers.batch_norm,
-                                    normalizer_params={"updates_collections": None})
-            net = tf1_layers.fully_connected(tf1_layers.flatten(net), 2, scope="head")
-        assert net.shape.as_list() == [2, 2]
-        assert sorted(v.op.name for v in tf1_layers.get_model_variables()) == [
-            "Conv/BatchNorm/beta", "Conv/BatchNorm/moving_mean", "Conv/BatchNorm/moving_variance", "Conv/weights",
-            "head/biases", "head/weights"]
-        assert len(V1.get_collection(V1.GraphKeys.REGULARIZATION_LOSSES)) == 2  # from the arg_scope, both layers
-        assert V1.get_collection(V1.GraphKeys.UPDATE_OPS) == []  # updates_collections=None: forced, not collected
-        restore = tf1_layers.get_variables_to_restore(exclude=["head"])
-        assert sorted(v.op.name for v in restore) == ["Conv/BatchNorm/beta", "Conv/BatchNorm/moving_mean",
-                                                      "Conv/BatchNorm/moving_variance", "Conv/weights"]
-        with pytest.raises(ValueError, match="is not decorated with @add_arg_scope"):
-            with tf1_layers.arg_scope([tf.nn.relu], x=1):
-                pass
-
-
-def test_contrib_initializers_and_regularizers_match_tf1_numbers():
-    with tf.Graph().as_default(), V1.Session() as sess:
-        uniform_init = tf1_layers.variance_scaling_initializer(factor=2.0, mode="FAN_AVG", uniform=True)
-        uniform = sess.run(uniform_init([200, 300]))
-        normal = sess.run(tf1_layers.variance_scaling_initializer(factor=1.0, mode="FAN_IN")([400, 300], tf.float32))
-        weights = tf.constant([[3.0, -4.0]])
-        l2_value = sess.run(tf1_layers.l2_regularizer(0.1)(weights))
-    assert np.abs(uniform).max() <= np.sqrt(3.0 * 2.0 / 250.0) and np.abs(uniform).max() > 0.9 * np.sqrt(6.0 / 250.0)
-    assert abs(normal.std() - np.sqrt(1.3 / 400.0) * 0.88) < 0.003  # truncated normal keeps ~0.88 of its stddev
-    assert l2_value == pytest.approx(0.1 * 25.0 / 2.0)
-    assert isinstance(tf1_layers.xavier_initializer(), V1.glorot_uniform_initializer)
-    assert tf1_layers.l2_regularizer(0.0)(weights) is None
-    with pytest.raises(ValueError, match="scale cannot be an integer: 1"):
-        tf1_layers.l2_regularizer(1)
 
 
 def test_cli_run_has_the_tf2_flag():

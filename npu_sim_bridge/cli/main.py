@@ -79,7 +79,8 @@ def cmd_rewrite(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from npu_sim_bridge.runtime.alias import NpuBridgeAliasError, run_command
+    from npu_sim_bridge.cli.run import run_command
+    from npu_sim_bridge.runtime.alias import NpuBridgeAliasError
 
     try:
         return run_command(args.script, args.script_args, shadow=args.shadow_real_npu_bridge,

@@ -22,9 +22,7 @@ TF1 graph mode (see `graph_mode.py`).
   iteration_hooks.py  SetIterationsVarHook;  keras_to_npu.py  model_to_npu_estimator
   util.py         npu_bridge.estimator.npu.util
   dump_config.py  DumpConfig;  config_parts.py  ProfilingConfig, MemoryConfig, ... for NPURunConfig
-  alias.py        the opt-in `npu_bridge` import alias and run_script (npu-sim run)
+  alias.py        the opt-in `npu_bridge` import alias (its MODULES table); npu-sim run is cli/run.py
   graph_mode.py   TF1 graph mode, entered by npu_init and by the alias
-  tf1.py          TensorFlow 1.15's API for the script's own `import tensorflow` (npu-sim run; --tf2 turns it off)
-  tf1_contrib.py  tf.contrib: the most used parts mapped onto TensorFlow 2.15, the rest name their replacement
-  tf1_layers.py   tf.contrib.layers / slim basics (arg_scope, conv2d, fully_connected, batch_norm, ...)
+TensorFlow 1.15's API for the script's own `import tensorflow` is the package npu_sim_bridge.tf1compat.
 """

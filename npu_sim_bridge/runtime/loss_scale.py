@@ -245,3 +245,13 @@ class NPULossScaleOptimizer(tf.compat.v1.train.Optimizer):
         if attr.startswith("__") or attr in ("_opt", "_loss_scale_manager"):
             raise AttributeError(attr)
         return getattr(self._opt, attr)
+
+
+def register_tf1_contrib():
+    """A TF1 script's tf.contrib.mixed_precision is this loss scaling (same constructors as TensorFlow 1.15's)."""
+    from npu_sim_bridge.tf1compat import contrib
+
+    contrib.register_module("mixed_precision", {
+        "LossScaleOptimizer": NPULossScaleOptimizer, "FixedLossScaleManager": FixedLossScaleManager,
+        "ExponentialUpdateLossScaleManager": ExponentialUpdateLossScaleManager, "LossScaleManager": LossScaleManager,
+    }, doc="tf.contrib.mixed_precision: npu_sim_bridge's loss scaling")

@@ -1,0 +1,282 @@
+"""tf.contrib for TF1 scripts: its modules mapped onto TensorFlow 2.15 and maintained libraries; the rest name their replacement.
+
+Mapped (names resolve to working objects; each module's table below says onto what):
+  slim, layers       the tf-slim package (slim.py), with TensorFlow 1.15's scopes and variable names
+  framework          tf_slim's arg_scope and variable helpers, checkpoint readers, nest
+  rnn                tf.compat.v1.nn.rnn_cell.* and tf.compat.v1.nn.static_rnn & co.
+  data               tf.data.experimental.*
+  training, metrics  HParams (hparams.py); tf_slim's training loop, evaluation and metrics
+  image              tensorflow_addons.image (rotate, transform, translate, ...)
+  opt                LARSOptimizer, LazyAdamOptimizer (optimizers.py)
+  summary            tf.compat.v2.summary ops in the TF1 graph;  quantize: accepted without effect
+  util, learn        constant_value & co.; ModeKeys, learn.datasets.mnist (mnist.py)
+  tpu                tf.compat.v1.estimator.tpu.* (TPUEstimator with use_tpu=False runs on CPU) and tf.compat.v1.tpu.*
+  cluster_resolver   tf.distribute.cluster_resolver.*;  distribute: tf.compat.v1.distribute.*
+  keras              tf.compat.v1.keras;  lookup: tf.compat.v1.lookup (HashTable -> StaticHashTable)
+  distributions      tf.compat.v1.distributions;  losses: tf_slim.losses
+  (more)             register_module() adds one (npu_sim_bridge registers mixed_precision: its loss scaling)
+Every other module of TensorFlow 1.15's tf.contrib imports (so an import the script never uses does not
+stop it, with a TF1CompatWarning), and using any of its names raises TF1ContribError naming the name
+and its replacement. A name TensorFlow 1.15's tf.contrib never had raises at once.
+"""
+
+import importlib
+import sys
+import types
+import warnings
+
+import tensorflow as tf
+
+from npu_sim_bridge.tf1compat import contrib_more, slim
+from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
+from npu_sim_bridge.tf1compat.hparams import HParams
+
+_V1 = tf.compat.v1
+
+# contrib module -> what replaces it in TensorFlow 2 (modules with no entry have no direct replacement).
+MODULE_REPLACEMENTS = {
+    "crf": "tensorflow_addons.text (crf_log_likelihood, crf_decode, ...; pip install tensorflow-addons)",
+    "seq2seq": "tensorflow_addons.seq2seq (pip install tensorflow-addons)",
+    "legacy_seq2seq": "tensorflow_addons.seq2seq, or tf.keras layers",
+    "model_pruning": "tensorflow_model_optimization.sparsity (pip install tensorflow-model-optimization)",
+    "estimator": "tf.estimator (tf.compat.v1.estimator)",
+    "cudnn_rnn": "tf.keras.layers.LSTM / GRU, which use cuDNN kernels where they can",
+    "bayesflow": "tensorflow_probability",
+    "signal": "tf.signal",
+    "feature_column": "tf.feature_column (tf.compat.v1.feature_column)",
+    "gan": "tensorflow_gan (pip install tensorflow-gan)",
+    "tensorrt": "tf.experimental.tensorrt",
+    "stateless": "tf.random.stateless_uniform / stateless_normal / ...",
+    "checkpoint": "tf.train.Checkpoint",
+    "predictor": "tf.compat.v1.saved_model.load, or tf.saved_model.load",
+    "memory_stats": "tf.config.experimental.get_memory_info",
+    "nn": "tf.nn",
+    "eager": "TensorFlow 2's eager execution (run the script with `npu-sim run --tf2`)",
+    "timeseries": "tf.keras models (tf.contrib.timeseries has no TensorFlow 2 port)",
+    "compiler": "tf.function(jit_compile=True) (XLA)",
+    "graph_editor": "no TensorFlow 2 equivalent: edit GraphDefs directly",
+    "learn": "tf.estimator (tf.compat.v1.estimator)",
+    "opt": "the tf.compat.v1.train optimizers, or tensorflow_addons.optimizers with Keras",
+}
+
+# TensorFlow 1.15's tf.contrib modules (the ones that are not mapped import as placeholders).
+TF115_CONTRIB_MODULES = frozenset({
+    "all_reduce", "autograph", "batching", "bayesflow", "bigtable", "boosted_trees", "checkpoint", "cloud",
+    "cluster_resolver", "coder", "compiler", "constrained_optimization", "copy_graph", "crf", "cudnn_rnn", "data",
+    "deprecated", "distribute", "distributions", "eager", "estimator", "factorization", "feature_column", "ffmpeg",
+    "framework", "gan", "graph_editor", "grid_rnn", "image", "input_pipeline", "integrate", "keras",
+    "kernel_methods", "labeled_tensor", "layers", "learn", "legacy_seq2seq", "linear_optimizer", "lookup", "losses",
+    "memory_stats", "metrics", "mixed_precision", "model_pruning", "nccl", "nn", "opt", "optimizer_v2",
+    "periodic_resample", "predictor", "proto", "quantization", "quantize", "rate", "receptive_field", "recurrent",
+    "reduce_slice_ops", "remote_fused_graph", "resampler", "rnn", "rpc", "saved_model", "seq2seq", "signal", "slim",
+    "solvers", "sparsemax", "specs", "staging", "stat_summarizer", "stateless", "summary", "tensor_forest",
+    "tensorboard", "tensorrt", "testing", "text", "tfprof", "timeseries", "tpu", "training", "util",
+})
+
+# Names of mapped modules that have no equivalent, with what to write instead.
+SYMBOL_REPLACEMENTS = {
+    "data.batch_and_drop_remainder": "dataset.batch(batch_size, drop_remainder=True)",
+    "data.padded_batch_and_drop_remainder": "dataset.padded_batch(..., drop_remainder=True)",
+    "data.sliding_window_batch": "dataset.window(size, shift).flat_map(...)",
+    "layers.embed_sequence": "tf.compat.v1.get_variable + tf.nn.embedding_lookup, or tf.keras.layers.Embedding",
+    "rnn.LayerNormBasicLSTMCell": "tensorflow_addons.rnn.LayerNormLSTMCell",
+    "rnn.AttentionCellWrapper": "tensorflow_addons.seq2seq.AttentionWrapper",
+    "rnn.stack_bidirectional_dynamic_rnn": "a loop of tf.compat.v1.nn.bidirectional_dynamic_rnn calls",
+}
+
+# Deep module paths of TensorFlow 1.15 contrib -> the module that holds them now.
+DEEP_MODULES = dict(slim.DEEP_MODULES, **{
+    "tpu.python.tpu.tpu_config": "tensorflow_estimator.python.estimator.tpu.tpu_config",
+    "tpu.python.tpu.tpu_estimator": "tensorflow_estimator.python.estimator.tpu.tpu_estimator",
+    "tpu.python.tpu.tpu_optimizer": "tensorflow.python.tpu.tpu_optimizer",
+    "tpu.python.tpu.async_checkpoint": "tensorflow.python.tpu.async_checkpoint",
+    "tpu.python.tpu.tpu_function": "tensorflow.python.tpu.tpu_function",
+    "tpu.python.tpu.tpu": "tensorflow.python.tpu.tpu",
+    "image.python.ops.image_ops": "tensorflow_addons.image",
+    "image.python.ops.distort_image_ops": "tensorflow_addons.image",
+    "image.python.ops.dense_image_warp": "tensorflow_addons.image",
+    "rnn.python.ops.rnn_cell": "tensorflow.python.ops.rnn_cell",
+    "rnn.python.ops.core_rnn_cell": "tensorflow.python.ops.rnn_cell",
+    "framework.python.framework.checkpoint_utils": "tensorflow.python.training.checkpoint_utils",
+})
+
+# tf.contrib paths that work with a difference from TensorFlow 1.15 (`npu-sim check` says which), by prefix.
+DIFFERENCES = {
+    "tpu": "runs on the CPU/GPU: TPUEstimator needs use_tpu=False",
+    "lookup.HashTable": "is tf.compat.v1.lookup.StaticHashTable",
+    "summary": "writes tf.compat.v2.summary events; the step defaults to the global step",
+    "image": "is tensorflow_addons.image (interpolation names are case-insensitive)",
+}
+# tf.contrib paths whose calls are accepted and do nothing, with why.
+NO_EFFECT = {f"quantize.{name}": contrib_more.QUANTIZE_NO_EFFECT for name in contrib_more.quantize_names()}
+
+def _missing_message(qualified, replacement):
+    base = f"tf.contrib.{qualified} is not available: tf.contrib was removed in TensorFlow 2"
+    if replacement:
+        return f"{base}; use {replacement} instead (change this line of the script)"
+    return (f"{base} and has no direct equivalent that npu_sim_bridge maps; rewrite this part of the script "
+            "with TensorFlow 2.15 APIs, or run the part that needs it elsewhere")
+
+
+class ContribModule(types.ModuleType):
+    """tensorflow.contrib.<name>: fixed names first, then the attributes of `bases`, else TF1ContribError."""
+
+    def __init__(self, short_name, names=None, bases=(), doc=None):
+        super().__init__(f"tensorflow.contrib.{short_name}", doc)
+        self.__dict__["_npu_sim_short_name"] = short_name
+        self.__dict__["_npu_sim_bases"] = tuple(bases)
+        self.__dict__.update(names or {})
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for base in self.__dict__["_npu_sim_bases"]:
+            if hasattr(base, name):
+                return getattr(base, name)
+        short_name = self.__dict__["_npu_sim_short_name"]
+        qualified = f"{short_name}.{name}"
+        deep = _deep_module(qualified)
+        if deep is not None:
+            self.__dict__[name] = deep
+            return deep
+        replacement = SYMBOL_REPLACEMENTS.get(qualified) or MODULE_REPLACEMENTS.get(short_name.partition('.')[0])
+        raise TF1ContribError(_missing_message(qualified, replacement))
+
+    def __dir__(self):
+        names = {name for name in self.__dict__ if not name.startswith("_")}
+        for base in self.__dict__["_npu_sim_bases"]:
+            names.update(name for name in dir(base) if not name.startswith("_"))
+        return sorted(names)
+
+
+def _deep_module(path):
+    """The module tf.contrib.<path> became, a namespace leading to one, or None."""
+    if path in DEEP_MODULES:
+        target = DEEP_MODULES[path]
+        return slim.tf_slim_module(target) if target.startswith("tf_slim") else importlib.import_module(target)
+    if any(key.startswith(path + ".") for key in DEEP_MODULES):
+        return ContribModule(path, doc=f"tensorflow.contrib.{path}")
+    return None
+
+
+def _module(short_name, names=None, bases=(), doc=None):
+    return lambda: ContribModule(short_name, names() if callable(names) else names,
+                                 bases() if callable(bases) else bases, doc)
+
+
+_BUILDERS = {
+    "slim": _module("slim", slim.slim_names, lambda: (slim.tf_slim_module(),), "tf.contrib.slim: the tf-slim package"),
+    "layers": _module("layers", None, lambda: (slim.tf_slim_module("tf_slim.layers"),),
+                      "tf.contrib.layers: tf_slim.layers"),
+    "framework": _module("framework", contrib_more.framework_names, slim.framework_bases,
+                         "tf.contrib.framework: tf_slim's arg_scope and variables, checkpoint readers"),
+    "losses": _module("losses", None, lambda: (slim.tf_slim_module("tf_slim.losses"),)),
+    "metrics": _module("metrics", None, lambda: (slim.tf_slim_module("tf_slim.metrics"),)),
+    "training": _module("training", lambda: {"HParams": HParams, "checkpoints_iterator": tf.train.checkpoints_iterator},
+                        lambda: (slim.tf_slim_module("tf_slim.training.training"),
+                                 slim.tf_slim_module("tf_slim.training.evaluation"))),
+    "rnn": _module("rnn", None, (_V1.nn.rnn_cell, _V1.nn), "tf.compat.v1.nn.rnn_cell, tf.compat.v1.nn"),
+    "data": _module("data", None, (tf.data.experimental,), "tf.data.experimental"),
+    "image": _module("image", None, contrib_more.image_bases, "tf.contrib.image: tensorflow_addons.image"),
+    "opt": _module("opt", contrib_more.opt_names),
+    "summary": _module("summary", contrib_more.summary_names, doc="tf.compat.v2.summary in a TF1 graph"),
+    "quantize": _module("quantize", contrib_more.quantize_names),
+    "util": _module("util", contrib_more.util_names),
+    "learn": _module("learn", contrib_more.learn_names),
+    "distributions": _module("distributions", None, (_V1.distributions,)),
+    "tpu": _module("tpu", None, (_V1.estimator.tpu, _V1.tpu), "tf.compat.v1.estimator.tpu, tf.compat.v1.tpu"),
+    "cluster_resolver": _module("cluster_resolver", None, (tf.distribute.cluster_resolver,)),
+    "distribute": _module("distribute", None, (_V1.distribute,)),
+    "keras": _module("keras", None, (_V1.keras,)),
+    "lookup": _module("lookup", {
+        "HashTable": _V1.lookup.StaticHashTable,
+        "MutableHashTable": tf.lookup.experimental.MutableHashTable,
+        "MutableDenseHashTable": tf.lookup.experimental.DenseHashTable,
+    }, (_V1.lookup,)),
+}
+
+
+def register_module(short_name, names, doc=None):
+    """Map tf.contrib.<short_name> onto `names` (a dict, or a function returning one, called on first use)."""
+    if short_name not in TF115_CONTRIB_MODULES:
+        raise ValueError(f"tf.contrib had no module {short_name!r}")
+    _BUILDERS[short_name] = _module(short_name, names, doc=doc)
+    if _contrib is not None:
+        _contrib.__dict__.pop(short_name, None)
+
+
+def mapped_modules():
+    """The tf.contrib modules that resolve to working names."""
+    return frozenset(_BUILDERS)
+
+
+def _caller_stacklevel():
+    """The warnings stacklevel of the first frame outside the TF1 plumbing and importlib (the script's line)."""
+    from npu_sim_bridge.tf1compat.hook import PLUMBING_FILES
+
+    frame, level = sys._getframe(2), 2  # pylint: disable=protected-access  (1: our caller, __getattr__)
+    while frame is not None and (frame.f_code.co_filename in PLUMBING_FILES
+                                 or frame.f_code.co_filename.startswith("<frozen ")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class Contrib(types.ModuleType):
+    """tensorflow.contrib as a TF1 script sees it (see the module docstring)."""
+
+    def __init__(self):
+        super().__init__("tensorflow.contrib", __doc__)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in _BUILDERS:
+            module = _BUILDERS[name]()
+        elif name in TF115_CONTRIB_MODULES:
+            replacement = MODULE_REPLACEMENTS.get(name)
+            warnings.warn(f"tf.contrib.{name} is not available on TensorFlow 2 ("
+                          f"{'use ' + replacement if replacement else 'no direct replacement'}); "
+                          "the script goes on, but using any of its names will fail", TF1CompatWarning,
+                          stacklevel=_caller_stacklevel())
+            module = ContribModule(name, doc=_missing_message(name, replacement))
+        else:
+            raise TF1ContribError(f"module 'tensorflow.contrib' has no attribute {name!r}: TensorFlow 1.15's "
+                                  f"tf.contrib had no module {name!r} either; check the spelling")
+        self.__dict__[name] = module
+        return module
+
+    def __dir__(self):
+        return sorted(TF115_CONTRIB_MODULES | set(self.__dict__))
+
+
+_contrib = None
+
+
+def contrib_module():
+    """The tensorflow.contrib module object (one per process)."""
+    global _contrib
+    if _contrib is None:
+        _contrib = Contrib()
+    return _contrib
+
+
+def import_contrib(parts):
+    """The module `import tensorflow.contrib.<parts>` gives, or ModuleNotFoundError naming it and what to use."""
+    deep = _deep_module(".".join(parts)) if parts else None
+    if deep is not None:
+        return deep
+    current = contrib_module()
+    for index, part in enumerate(parts):
+        name = "tensorflow.contrib." + ".".join(parts[:index + 1])
+        try:
+            current = getattr(current, part)
+        except TF1ContribError as error:
+            raise ModuleNotFoundError(f"No module named {name!r}: {error}", name=name) from None
+        except AttributeError:
+            if not hasattr(current, "__path__"):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name) from None
+            current = importlib.import_module(f"{current.__name__}.{part}")  # a submodule of tf_slim & co.
+        if not isinstance(current, types.ModuleType):
+            raise ModuleNotFoundError(f"No module named {name!r}: tf.contrib.{'.'.join(parts[:index + 1])} is not a "
+                                      "module", name=name)
+    return current

@@ -1,0 +1,116 @@
+"""TensorFlow 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped, and where they are now.
+
+Scripts reach TensorFlow's internals directly (`from tensorflow.python.framework import graph_util`,
+`control_flow_ops.cond`, `nest.is_sequence`). The TF1 view (view.PythonView) looks a name up here
+only when the real module lacks it, so TensorFlow 2.15's own names always win. Each entry is
+(where it is now, a function returning it); the text is what `npu-sim check` prints.
+"""
+
+import importlib
+
+import tensorflow as tf
+
+_V1 = tf.compat.v1
+
+
+def _attr(module_name, name):
+    return lambda: getattr(importlib.import_module(module_name), name)
+
+
+def _module(module_name):
+    return lambda: importlib.import_module(module_name)
+
+
+def _threadpool():
+    from npu_sim_bridge.tf1compat import threadpool
+
+    return threadpool
+
+
+def _max_pool_grad(orig_input, orig_output, grad, ksize, strides, padding, data_format="NHWC", name=None):
+    """gen_nn_ops._max_pool_grad of TensorFlow 1.15 (the op wrapper lost its underscore)."""
+    return tf.raw_ops.MaxPoolGrad(orig_input=orig_input, orig_output=orig_output, grad=grad, ksize=ksize,
+                                  strides=strides, padding=padding, data_format=data_format, name=name)
+
+
+def _like_rnncell(cell):
+    """rnn_cell_impl._like_rnncell of TensorFlow 1.15: whether `cell` has what an RNN cell needs."""
+    conditions = [hasattr(cell, "output_size"), hasattr(cell, "state_size"),
+                  hasattr(cell, "get_initial_state") or hasattr(cell, "zero_state"), callable(cell)]
+    return all(conditions)
+
+
+# module -> name -> (where TensorFlow 2.15 has it, factory)
+TABLE = {
+    "tensorflow.python.framework.graph_util": {
+        name: (f"tf.compat.v1.graph_util.{name}", _attr("tensorflow.compat.v1.graph_util", name))
+        for name in ("convert_variables_to_constants", "extract_sub_graph", "must_run_on_cpu",
+                     "remove_training_nodes", "tensor_shape_from_node_def_name")},
+    "tensorflow.python.ops.control_flow_ops": {
+        "cond": ("tf.compat.v1.cond", lambda: _V1.cond),
+        "while_loop": ("tf.compat.v1.while_loop", lambda: _V1.while_loop),
+        "Assert": ("tf.compat.v1.Assert", lambda: _V1.Assert),
+        "case": ("tf.compat.v1.case", lambda: _V1.case),
+    },
+    "tensorflow.python.ops.array_ops": {
+        "stack": ("tf.stack", lambda: tf.stack),
+        "unstack": ("tf.unstack", lambda: tf.unstack),
+    },
+    "tensorflow.python.ops.variable_scope": {
+        "variable": ("tf.compat.v1.Variable", lambda: _V1.Variable),
+    },
+    "tensorflow.python.ops.gen_nn_ops": {
+        "_max_pool_grad": ("tf.raw_ops.MaxPoolGrad", lambda: _max_pool_grad),
+    },
+    "tensorflow.python.ops.rnn_cell_impl": {
+        "_like_rnncell": ("a check of the cell's attributes", lambda: _like_rnncell),
+    },
+    "tensorflow.python.framework.ops": {
+        "Tensor": ("tf.Tensor", lambda: tf.Tensor),
+        "register_tensor_conversion_function": ("tf.register_tensor_conversion_function",
+                                                lambda: tf.register_tensor_conversion_function),
+    },
+    "tensorflow.python.util.nest": {
+        "is_sequence": ("tf.nest.is_nested", lambda: tf.nest.is_nested),
+        "is_sequence_or_composite": ("nest.is_nested_or_composite",
+                                     _attr("tensorflow.python.util.nest", "is_nested_or_composite")),
+    },
+    "tensorflow.python.pywrap_tensorflow": {
+        "NewCheckpointReader": ("tf.compat.v1.train.NewCheckpointReader", lambda: _V1.train.NewCheckpointReader),
+        "EqualGraphDefWrapper": ("tensorflow.python.client._pywrap_tf_session.EqualGraphDefWrapper",
+                                 _attr("tensorflow.python.client._pywrap_tf_session", "EqualGraphDefWrapper")),
+    },
+    "tensorflow.python.data.experimental.ops": {
+        "threadpool": ("tf.data.Options().threading.private_threadpool_size", _threadpool),
+    },
+    "tensorflow.python.distribute": {
+        "distribution_strategy_context": ("tensorflow.python.distribute.distribute_lib",
+                                          _module("tensorflow.python.distribute.distribute_lib")),
+    },
+    "tensorflow.python.training": {
+        "tracking": ("tensorflow.python.trackable", _module("tensorflow.python.trackable")),
+    },
+}
+
+_MISSING = object()
+
+
+def lookup(module_name, name, default=_MISSING):
+    """The TF 1.15 name `name` of `module_name` as TensorFlow 2.15 has it, else `default` (else AttributeError)."""
+    entry = TABLE.get(module_name, {}).get(name)
+    if entry is None:
+        if default is _MISSING:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        return default
+    return entry[1]()
+
+
+def names(module_name):
+    """The TF 1.15 names this table adds to `module_name`."""
+    return sorted(TABLE.get(module_name, {}))
+
+
+def where(module_name, name):
+    """What TensorFlow 2.15 calls `module_name.name`, or None when the table has no entry."""
+    entry = TABLE.get(module_name, {}).get(name)
+    return entry[0] if entry else None
