@@ -151,6 +151,9 @@ class ContribModule(types.ModuleType):
 
 def _deep_module(path):
     """The module tf.contrib.<path> became, a namespace leading to one, or None."""
+    if path in slim.DEEP_COMBINED:
+        names, bases = slim.DEEP_COMBINED[path]
+        return ContribModule(path, names(), bases(), doc=f"tensorflow.contrib.{path}")
     if path in DEEP_MODULES:
         target = DEEP_MODULES[path]
         return slim.tf_slim_module(target) if target.startswith("tf_slim") else importlib.import_module(target)

@@ -56,6 +56,10 @@ TABLE = {
         "stack": ("tf.stack", lambda: tf.stack),
         "unstack": ("tf.unstack", lambda: tf.unstack),
     },
+    "tensorflow.python.ops.variables": {
+        "VariableV1": ("tensorflow.python.ops.variable_v1.VariableV1",
+                       _attr("tensorflow.python.ops.variable_v1", "VariableV1")),
+    },
     "tensorflow.python.ops.variable_scope": {
         "variable": ("tf.compat.v1.Variable", lambda: _V1.Variable),
     },
@@ -67,6 +71,11 @@ TABLE = {
     },
     "tensorflow.python.framework.ops": {
         "Tensor": ("tf.Tensor", lambda: tf.Tensor),
+        "IndexedSlices": ("tf.IndexedSlices", lambda: tf.IndexedSlices),
+        "IndexedSlicesValue": ("tf.compat.v1.IndexedSlicesValue", lambda: _V1.IndexedSlicesValue),
+        "SparseTensor": ("tf.SparseTensor", lambda: tf.SparseTensor),
+        "TensorShape": ("tf.TensorShape", lambda: tf.TensorShape),
+        "Dimension": ("tf.compat.v1.Dimension", lambda: _V1.Dimension),
         "register_tensor_conversion_function": ("tf.register_tensor_conversion_function",
                                                 lambda: tf.register_tensor_conversion_function),
     },

@@ -80,6 +80,17 @@ DEEP_MODULES = {
 }
 
 
+def framework_ops_names():
+    """tf.contrib.framework.python.ops: its arg_scope and variables modules, and their names."""
+    return {"arg_scope": tf_slim_module("tf_slim.ops.arg_scope"), "variables": tf_slim_module("tf_slim.ops.variables")}
+
+
+# tf.contrib.<path> -> (names, bases) of a module TensorFlow 1.15 had whose names now live in several modules.
+DEEP_COMBINED = {
+    "framework.python.ops": (framework_ops_names, lambda: framework_bases()),
+}
+
+
 def slim_names():
     """The names tf.contrib.slim had beyond tf_slim's own (its layers' utils module, nets)."""
     return {
