@@ -79,7 +79,6 @@ SYMBOL_REPLACEMENTS = {
     "data.padded_batch_and_drop_remainder": "dataset.padded_batch(..., drop_remainder=True)",
     "data.sliding_window_batch": "dataset.window(size, shift).flat_map(...)",
     "layers.embed_sequence": "tf.compat.v1.get_variable + tf.nn.embedding_lookup, or tf.keras.layers.Embedding",
-    "rnn.LayerNormBasicLSTMCell": "tensorflow_addons.rnn.LayerNormLSTMCell",
     "rnn.AttentionCellWrapper": "tensorflow_addons.seq2seq.AttentionWrapper",
     "rnn.stack_bidirectional_dynamic_rnn": "a loop of tf.compat.v1.nn.bidirectional_dynamic_rnn calls",
 }
@@ -178,7 +177,8 @@ _BUILDERS = {
     "training": _module("training", lambda: {"HParams": HParams, "checkpoints_iterator": tf.train.checkpoints_iterator},
                         lambda: (slim.tf_slim_module("tf_slim.training.training"),
                                  slim.tf_slim_module("tf_slim.training.evaluation"))),
-    "rnn": _module("rnn", None, (_V1.nn.rnn_cell, _V1.nn), "tf.compat.v1.nn.rnn_cell, tf.compat.v1.nn"),
+    "rnn": _module("rnn", contrib_more.rnn_names, (_V1.nn.rnn_cell, _V1.nn),
+                   "tf.compat.v1.nn.rnn_cell, tf.compat.v1.nn, LayerNormBasicLSTMCell"),
     "data": _module("data", None, (tf.data.experimental,), "tf.data.experimental"),
     "image": _module("image", None, contrib_more.image_bases, "tf.contrib.image: tensorflow_addons.image"),
     "opt": _module("opt", contrib_more.opt_names),

@@ -106,6 +106,9 @@ def learn_names():
 
 def image_bases():
     try:
+        addons = importlib.import_module("tensorflow_addons")
+        if not tf.test.is_built_with_cuda():
+            addons.options.disable_custom_kernel()  # its kernels link against CUDA: the Python ops on a CPU build
         return (importlib.import_module("tensorflow_addons.image"),)
     except ModuleNotFoundError as error:
         raise ModuleNotFoundError("tf.contrib.image is provided by tensorflow-addons, which is not installed: "
@@ -116,6 +119,12 @@ def opt_names():
     from npu_sim_bridge.tf1compat import optimizers
 
     return {"LARSOptimizer": optimizers.LARSOptimizer, "LazyAdamOptimizer": optimizers.LazyAdamOptimizer}
+
+
+def rnn_names():
+    from npu_sim_bridge.tf1compat.rnn_cells import LayerNormBasicLSTMCell
+
+    return {"LayerNormBasicLSTMCell": LayerNormBasicLSTMCell}
 
 
 def framework_names():
