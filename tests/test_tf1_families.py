@@ -8,6 +8,7 @@ in-process (graph mode inside tf.Graph blocks; the import hook is called directl
 import builtins
 import concurrent.futures
 import gzip
+import json
 import os
 import re
 import subprocess
@@ -40,11 +41,18 @@ def write_mnist(folder, train=8, test=4, seed=0):
     return arrays["train"]
 
 
-def _run(args):
+def _npu_sim(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
                PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "npu_sim_bridge", "run", os.path.join(SCRIPTS, args[0]), *args[1:]]
+    command = [sys.executable, "-m", "npu_sim_bridge", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+
+
+def _run(args):
+    if args == ["check"]:
+        names = ("tf115_internals.py", "slim_family.py", "contrib_family.py", "check_target.py")
+        return _npu_sim("check", "--json", *(os.path.join(SCRIPTS, name) for name in names))
+    return _npu_sim("run", os.path.join(SCRIPTS, args[0]), *args[1:])
 
 
 @pytest.fixture(name="runs", scope="module")
@@ -52,7 +60,8 @@ def runs_fixture(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("mnist"))
     write_mnist(folder)
     scripts = {"internals": ["tf115_internals.py"], "slim": ["slim_family.py"],
-               "contrib": ["contrib_family.py", folder]}
+               "contrib": ["contrib_family.py", folder], "check_target": ["check_target.py"],
+               "check": ["check"]}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(_run, args) for name, args in scripts.items()}
         return {name: future.result() for name, future in futures.items()}
@@ -193,3 +202,51 @@ def test_mnist_reader_batches_across_epochs_and_names_bad_files(tmp_path):
         handle.write(gzip.compress(np.array([1234, 2], ">u4").tobytes()))
     with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte.gz: not an MNIST label file \(magic number 1234"):
         mnist.read_data_sets(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------------------
+# npu-sim check: the same answer as the run
+
+def _check_entries(runs):
+    result = runs["check"]
+    assert result.returncode == 1, result.stderr[-3000:]  # check_target.py has a missing API
+    return json.loads(result.stdout)["apis"]
+
+
+def test_check_finds_nothing_missing_in_the_scripts_that_run(runs):
+    for name in ("internals", "slim", "contrib"):
+        assert runs[name].returncode == 0
+    entries = _check_entries(runs)
+    missing = [entry for entry in entries if entry["status"] == "missing"]
+    assert [entry["api"] for entry in missing] == ["tensorflow.contrib.layers.embed_sequence"]
+    by_api = {entry["api"]: entry for entry in entries}
+    graph_util = by_api["tensorflow.python.framework.graph_util.convert_variables_to_constants"]
+    assert graph_util["status"] == "provided" and "tf.compat.v1.graph_util" in graph_util["note"]
+    assert by_api["tensorflow.contrib.image.rotate"]["status"] == "provided with a difference"
+    assert by_api["tensorflow.contrib.quantize.create_training_graph"]["status"] == "accepted without effect"
+    assert by_api["npu_bridge.npu_init.npu_config_proto"]["status"] == "provided"
+
+
+def test_check_names_the_line_and_message_where_run_stops(runs):
+    missing = next(entry for entry in _check_entries(runs) if entry["status"] == "missing")
+    path, line = missing["locations"][0].rsplit(":", 1)
+    assert path == os.path.join(SCRIPTS, "check_target.py")
+    result = runs["check_target"]
+    assert result.returncode == 1 and "CHECK_TARGET built" not in result.stdout
+    frames = re.findall(r'File "([^"]+)", line (\d+)', result.stderr)
+    assert frames[-1] == (path, line)
+    assert result.stderr.rstrip().splitlines()[-2].endswith(missing["note"])
+
+
+def test_check_command_line_text_and_errors(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import tensorflow as tf\nfrom npu_bridge.estimator import npu_ops\nx = tf.mul(1, 2)\n"
+                      "npu_ops.not_an_op()\nimport npu_bridge.no_such_module\n")
+    result = _npu_sim("check", str(tmp_path))
+    assert result.returncode == 1
+    assert f"missing: tensorflow.mul  [{script}:3]" in result.stdout
+    assert f"missing: npu_bridge.estimator.npu_ops.not_an_op  [{script}:4]" in result.stdout
+    assert f"missing: npu_bridge.no_such_module  [{script}:5]" in result.stdout
+    assert "3 missing" in result.stdout.splitlines()[-1]
+    absent = _npu_sim("check", str(tmp_path / "nothing.py"))
+    assert absent.returncode == 2 and "nothing.py' does not exist" in absent.stderr

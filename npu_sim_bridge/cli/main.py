@@ -163,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     from npu_sim_bridge.cli.bisect_command import add_bisect_command
 
     add_bisect_command(commands)
+
+    from npu_sim_bridge.cli.check import add_check_command
+
+    add_check_command(commands)  # check: the npu_bridge and TF 1.15 APIs scripts use
     return parser
 
 

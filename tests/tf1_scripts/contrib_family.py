@@ -29,7 +29,7 @@ logits = tf.matmul(images, weights) + tf.reduce_sum(tf.nn.embedding_lookup(embed
 labels = tf.placeholder(tf.float32, [None, 10])
 loss = tf.losses.softmax_cross_entropy(labels, logits)
 global_step = tf.train.get_or_create_global_step()
-lars = tf.contrib.opt.LARSOptimizer(0.5, weight_decay=0.0, eeta=1.0).minimize(loss, var_list=[weights])
+lars = tf.contrib.opt.LARSOptimizer(0.1, weight_decay=0.0).minimize(loss, var_list=[weights])
 lazy = tf.contrib.opt.LazyAdamOptimizer(0.1).minimize(loss, var_list=[embedding], global_step=global_step)
 accuracy, accuracy_update = tf.contrib.metrics.streaming_accuracy(tf.argmax(logits, 1), tf.argmax(labels, 1))
 
