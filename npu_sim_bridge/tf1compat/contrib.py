@@ -13,7 +13,9 @@ Mapped (names resolve to working objects; each module's table below says onto wh
   tpu                tf.compat.v1.estimator.tpu.* (TPUEstimator with use_tpu=False runs on CPU) and tf.compat.v1.tpu.*
   cluster_resolver   tf.distribute.cluster_resolver.*;  distribute: tf.compat.v1.distribute.*
   keras              tf.compat.v1.keras;  lookup: tf.compat.v1.lookup (HashTable -> StaticHashTable)
-  distributions      tf.compat.v1.distributions;  losses: tf_slim.losses
+  distributions      tf.compat.v1.distributions, percentile;  losses: tf_slim.losses
+  crf, seq2seq       tensorflow_addons.text / .seq2seq;  sparsemax, resampler: tensorflow_addons
+  data, lookup, nn, stateless  their TensorFlow 2.15 names (contrib_more.small_module_names)
   (more)             register_module() adds one (npu_sim_bridge registers mixed_precision: its loss scaling)
 Every other module of TensorFlow 1.15's tf.contrib imports (so an import the script never uses does not
 stop it, with a TF1CompatWarning), and using any of its names raises TF1ContribError naming the name
@@ -35,8 +37,6 @@ _V1 = tf.compat.v1
 
 # contrib module -> what replaces it in TensorFlow 2 (modules with no entry have no direct replacement).
 MODULE_REPLACEMENTS = {
-    "crf": "tensorflow_addons.text (crf_log_likelihood, crf_decode, ...; pip install tensorflow-addons)",
-    "seq2seq": "tensorflow_addons.seq2seq (pip install tensorflow-addons)",
     "legacy_seq2seq": "tensorflow_addons.seq2seq, or tf.keras layers",
     "model_pruning": "tensorflow_model_optimization.sparsity (pip install tensorflow-model-optimization)",
     "estimator": "tf.estimator (tf.compat.v1.estimator)",
@@ -46,11 +46,9 @@ MODULE_REPLACEMENTS = {
     "feature_column": "tf.feature_column (tf.compat.v1.feature_column)",
     "gan": "tensorflow_gan (pip install tensorflow-gan)",
     "tensorrt": "tf.experimental.tensorrt",
-    "stateless": "tf.random.stateless_uniform / stateless_normal / ...",
     "checkpoint": "tf.train.Checkpoint",
     "predictor": "tf.compat.v1.saved_model.load, or tf.saved_model.load",
     "memory_stats": "tf.config.experimental.get_memory_info",
-    "nn": "tf.nn",
     "eager": "TensorFlow 2's eager execution (run the script with `npu-sim run --tf2`)",
     "timeseries": "tf.keras models (tf.contrib.timeseries has no TensorFlow 2 port)",
     "compiler": "tf.function(jit_compile=True) (XLA)",
@@ -75,12 +73,8 @@ TF115_CONTRIB_MODULES = frozenset({
 
 # Names of mapped modules that have no equivalent, with what to write instead.
 SYMBOL_REPLACEMENTS = {
-    "data.batch_and_drop_remainder": "dataset.batch(batch_size, drop_remainder=True)",
-    "data.padded_batch_and_drop_remainder": "dataset.padded_batch(..., drop_remainder=True)",
     "data.sliding_window_batch": "dataset.window(size, shift).flat_map(...)",
-    "layers.embed_sequence": "tf.compat.v1.get_variable + tf.nn.embedding_lookup, or tf.keras.layers.Embedding",
     "rnn.AttentionCellWrapper": "tensorflow_addons.seq2seq.AttentionWrapper",
-    "rnn.stack_bidirectional_dynamic_rnn": "a loop of tf.compat.v1.nn.bidirectional_dynamic_rnn calls",
 }
 
 # Deep module paths of TensorFlow 1.15 contrib -> the module that holds them now.
@@ -97,7 +91,29 @@ DEEP_MODULES = dict(slim.DEEP_MODULES, **{
     "rnn.python.ops.rnn_cell": "tensorflow.python.ops.rnn_cell",
     "rnn.python.ops.core_rnn_cell": "tensorflow.python.ops.rnn_cell",
     "framework.python.framework.checkpoint_utils": "tensorflow.python.training.checkpoint_utils",
+    "image.ops.gen_image_ops": "tensorflow.python.ops.gen_image_ops",
+    "rnn.ops.gen_lstm_ops": "tensorflow.python.ops.gen_rnn_ops",
+    "rnn.python.ops.gen_lstm_ops": "tensorflow.python.ops.gen_rnn_ops",
+    "compiler.xla": "tensorflow.python.compiler.xla.xla",
+    "staging.python.ops.data_flow_ops": "tensorflow.python.ops.data_flow_ops",
 })
+
+
+def _mnist_module(kind):
+    def build():
+        from npu_sim_bridge.tf1compat import mnist
+
+        datasets = mnist.learn_datasets_module()
+        return datasets if kind == "datasets" else datasets.mnist
+    return build
+
+
+# Deep paths whose module is built here (names TensorFlow 1.15 had in one module, now in several or in tf1compat).
+DEEP_FACTORIES = {
+    "learn.python.learn.datasets": _mnist_module("datasets"),
+    "learn.python.learn.datasets.mnist": _mnist_module("mnist"),
+    "learn.datasets.mnist": _mnist_module("mnist"),
+}
 
 # tf.contrib paths that work with a difference from TensorFlow 1.15 (`npu-sim check` says which), by prefix.
 DIFFERENCES = {
@@ -105,6 +121,11 @@ DIFFERENCES = {
     "lookup.HashTable": "is tf.compat.v1.lookup.StaticHashTable",
     "summary": "writes tf.compat.v2.summary events; the step defaults to the global step",
     "image": "is tensorflow_addons.image (interpolation names are case-insensitive)",
+    "crf": "is tensorflow_addons.text: crf_log_likelihood without transition_params creates a tf.Variable "
+           "`transitions`",
+    "seq2seq": "is tensorflow_addons.seq2seq: attention mechanisms and decoders are Keras layers, Helpers became "
+               "Samplers",
+    "rnn.LSTMBlockCell": "is tf.compat.v1.nn.rnn_cell.LSTMCell (same variables; unfused ops)",
 }
 # tf.contrib paths whose calls are accepted and do nothing, with why.
 NO_EFFECT = {f"quantize.{name}": contrib_more.QUANTIZE_NO_EFFECT for name in contrib_more.quantize_names()}
@@ -150,13 +171,15 @@ class ContribModule(types.ModuleType):
 
 def _deep_module(path):
     """The module tf.contrib.<path> became, a namespace leading to one, or None."""
+    if path in DEEP_FACTORIES:
+        return DEEP_FACTORIES[path]()
     if path in slim.DEEP_COMBINED:
         names, bases = slim.DEEP_COMBINED[path]
         return ContribModule(path, names(), bases(), doc=f"tensorflow.contrib.{path}")
     if path in DEEP_MODULES:
         target = DEEP_MODULES[path]
         return slim.tf_slim_module(target) if target.startswith("tf_slim") else importlib.import_module(target)
-    if any(key.startswith(path + ".") for key in DEEP_MODULES):
+    if any(key.startswith(path + ".") for key in (*DEEP_MODULES, *DEEP_FACTORIES)):
         return ContribModule(path, doc=f"tensorflow.contrib.{path}")
     return None
 
@@ -166,36 +189,52 @@ def _module(short_name, names=None, bases=(), doc=None):
                                  bases() if callable(bases) else bases, doc)
 
 
+def _small(module):
+    return lambda: contrib_more.small_module_names()[module]
+
+
+def _merged(*sources):
+    return lambda: {name: value for source in sources for name, value in source().items()}
+
+
 _BUILDERS = {
-    "slim": _module("slim", slim.slim_names, lambda: (slim.tf_slim_module(),), "tf.contrib.slim: the tf-slim package"),
-    "layers": _module("layers", None, lambda: (slim.tf_slim_module("tf_slim.layers"),),
+    "slim": _module("slim", _merged(slim.slim_names, _small("slim")), lambda: (slim.tf_slim_module(),),
+                    "tf.contrib.slim: the tf-slim package"),
+    "layers": _module("layers", _small("layers"), lambda: (slim.tf_slim_module("tf_slim.layers"),),
                       "tf.contrib.layers: tf_slim.layers"),
     "framework": _module("framework", contrib_more.framework_names, slim.framework_bases,
                          "tf.contrib.framework: tf_slim's arg_scope and variables, checkpoint readers"),
     "losses": _module("losses", None, lambda: (slim.tf_slim_module("tf_slim.losses"),)),
-    "metrics": _module("metrics", None, lambda: (slim.tf_slim_module("tf_slim.metrics"),)),
-    "training": _module("training", lambda: {"HParams": HParams, "checkpoints_iterator": tf.train.checkpoints_iterator},
+    "metrics": _module("metrics", _small("metrics"), lambda: (slim.tf_slim_module("tf_slim.metrics"),)),
+    "training": _module("training", _merged(lambda: {"HParams": HParams,
+                                                     "checkpoints_iterator": tf.train.checkpoints_iterator},
+                                            _small("training")),
                         lambda: (slim.tf_slim_module("tf_slim.training.training"),
                                  slim.tf_slim_module("tf_slim.training.evaluation"))),
     "rnn": _module("rnn", contrib_more.rnn_names, (_V1.nn.rnn_cell, _V1.nn),
                    "tf.compat.v1.nn.rnn_cell, tf.compat.v1.nn, LayerNormBasicLSTMCell"),
-    "data": _module("data", None, (tf.data.experimental,), "tf.data.experimental"),
+    "data": _module("data", _small("data"), (tf.data.experimental,), "tf.data.experimental"),
     "image": _module("image", None, contrib_more.image_bases, "tf.contrib.image: tensorflow_addons.image"),
     "opt": _module("opt", contrib_more.opt_names),
     "summary": _module("summary", contrib_more.summary_names, doc="tf.compat.v2.summary in a TF1 graph"),
     "quantize": _module("quantize", contrib_more.quantize_names),
     "util": _module("util", contrib_more.util_names),
     "learn": _module("learn", contrib_more.learn_names),
-    "distributions": _module("distributions", None, (_V1.distributions,)),
-    "tpu": _module("tpu", None, (_V1.estimator.tpu, _V1.tpu), "tf.compat.v1.estimator.tpu, tf.compat.v1.tpu"),
+    "distributions": _module("distributions", _small("distributions"), (_V1.distributions,)),
+    "tpu": _module("tpu", _small("tpu"), (_V1.estimator.tpu, _V1.tpu), "tf.compat.v1.estimator.tpu, tf.compat.v1.tpu"),
     "cluster_resolver": _module("cluster_resolver", None, (tf.distribute.cluster_resolver,)),
     "distribute": _module("distribute", None, (_V1.distribute,)),
     "keras": _module("keras", None, (_V1.keras,)),
-    "lookup": _module("lookup", {
-        "HashTable": _V1.lookup.StaticHashTable,
-        "MutableHashTable": tf.lookup.experimental.MutableHashTable,
-        "MutableDenseHashTable": tf.lookup.experimental.DenseHashTable,
-    }, (_V1.lookup,)),
+    "lookup": _module("lookup", _small("lookup"), (_V1.lookup,)),
+    "stateless": _module("stateless", _small("stateless")),
+    "nn": _module("nn", _small("nn"), (tf.nn,)),
+    "crf": _module("crf", None, contrib_more.crf_bases, "tf.contrib.crf: tensorflow_addons.text"),
+    "seq2seq": _module("seq2seq", None, contrib_more.seq2seq_bases, "tf.contrib.seq2seq: tensorflow_addons.seq2seq"),
+    "sparsemax": _module("sparsemax", contrib_more.sparsemax_names),
+    "resampler": _module("resampler", contrib_more.resampler_names),
+    "staging": _module("staging", _small("staging")),
+    "legacy_seq2seq": _module("legacy_seq2seq", _small("legacy_seq2seq")),
+    "compiler": _module("compiler", doc="tf.contrib.compiler: xla is tensorflow.python.compiler.xla.xla"),
 }
 
 

@@ -3,9 +3,12 @@
 import importlib
 import warnings
 
+import numpy as np
+
 import tensorflow as tf
 
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning
+from npu_sim_bridge.tf1compat.view import python_view
 
 _V1 = tf.compat.v1
 _V2 = tf.compat.v2
@@ -97,34 +100,37 @@ def util_names():
             "make_ndarray": tf.make_ndarray}
 
 
+class LearnModeKeys:
+    """tf.contrib.learn.ModeKeys: TRAIN, EVAL and INFER (tf.estimator calls the last PREDICT)."""
+
+    TRAIN = "train"
+    EVAL = "eval"
+    INFER = "infer"
+
+
 def learn_names():
     from npu_sim_bridge.tf1compat import mnist
 
-    return {"ModeKeys": tf.estimator.ModeKeys, "RunConfig": _V1.estimator.RunConfig,
-            "datasets": mnist.learn_datasets_module()}
+    return {"ModeKeys": LearnModeKeys, "RunConfig": _V1.estimator.RunConfig, "datasets": mnist.learn_datasets_module()}
 
 
 def image_bases():
-    try:
-        addons = importlib.import_module("tensorflow_addons")
-        if not tf.test.is_built_with_cuda():
-            addons.options.disable_custom_kernel()  # its kernels link against CUDA: the Python ops on a CPU build
-        return (importlib.import_module("tensorflow_addons.image"),)
-    except ModuleNotFoundError as error:
-        raise ModuleNotFoundError("tf.contrib.image is provided by tensorflow-addons, which is not installed: "
-                                  "pip install tensorflow-addons==0.23.0", name="tensorflow_addons") from error
+    return (_addons("tensorflow_addons.image"),)
 
 
 def opt_names():
     from npu_sim_bridge.tf1compat import optimizers
 
-    return {"LARSOptimizer": optimizers.LARSOptimizer, "LazyAdamOptimizer": optimizers.LazyAdamOptimizer}
+    return {name: getattr(optimizers, name) for name in (
+        "LARSOptimizer", "LazyAdamOptimizer", "NadamOptimizer", "AdamWOptimizer", "MomentumWOptimizer",
+        "MovingAverageOptimizer")}
 
 
 def rnn_names():
-    from npu_sim_bridge.tf1compat.rnn_cells import LayerNormBasicLSTMCell
+    from npu_sim_bridge.tf1compat import rnn_cells
 
-    return {"LayerNormBasicLSTMCell": LayerNormBasicLSTMCell}
+    return {name: getattr(rnn_cells, name) for name in (
+        "LayerNormBasicLSTMCell", "LSTMBlockCell", "stack_bidirectional_dynamic_rnn")}
 
 
 def framework_names():
@@ -134,4 +140,141 @@ def framework_names():
         "list_variables": tf.train.list_variables, "load_variable": tf.train.load_variable,
         "load_checkpoint": tf.train.load_checkpoint, "init_from_checkpoint": _V1.train.init_from_checkpoint,
         "get_name_scope": lambda: _V1.get_default_graph().get_name_scope(),
+        "nest": python_view(importlib.import_module("tensorflow.python.util.nest")),  # keeps is_sequence
+        "smart_cond": importlib.import_module("tensorflow.python.framework.smart_cond").smart_cond,
+        "sort": tf.sort, "argsort": tf.argsort,
     }
+
+
+def _addons(module_name):
+    """A tensorflow_addons module, its CUDA-linked kernels off on a CPU build of TensorFlow, its end-of-life notice
+    silenced (tf1compat chose it, not the script)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            addons = importlib.import_module("tensorflow_addons")
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError("this tf.contrib module is provided by tensorflow-addons, which is not installed: "
+                                  "pip install tensorflow-addons==0.23.0", name="tensorflow_addons") from error
+    if not tf.test.is_built_with_cuda():
+        addons.options.disable_custom_kernel()
+    return importlib.import_module(module_name)
+
+
+def embed_sequence(ids, vocab_size=None, embed_dim=None, unique=False, initializer=None, regularizer=None,
+                   trainable=True, scope=None, reuse=None):
+    """tf.contrib.layers.embed_sequence: a [vocab_size, embed_dim] `EmbedSequence/embeddings` table, looked up."""
+    if vocab_size is None or embed_dim is None:
+        raise ValueError("embed_sequence: vocab_size and embed_dim are required")
+    with _V1.variable_scope(scope, "EmbedSequence", [ids], reuse=reuse):
+        embeddings = _V1.get_variable("embeddings", [vocab_size, embed_dim], initializer=initializer,
+                                      regularizer=regularizer, trainable=trainable)
+        if unique:
+            values, positions = tf.unique(tf.reshape(ids, [-1]))
+            looked_up = tf.gather(tf.nn.embedding_lookup(embeddings, values), positions)
+            return tf.reshape(looked_up, tf.concat([tf.shape(ids), [embed_dim]], 0))
+        return tf.nn.embedding_lookup(embeddings, ids)
+
+
+def batch_and_drop_remainder(batch_size):
+    """tf.contrib.data.batch_and_drop_remainder: for dataset.apply, batches without the short last one."""
+    return lambda dataset: dataset.batch(batch_size, drop_remainder=True)
+
+
+def padded_batch_and_drop_remainder(batch_size, padded_shapes, padding_values=None):
+    """tf.contrib.data.padded_batch_and_drop_remainder: for dataset.apply."""
+    return lambda dataset: dataset.padded_batch(batch_size, padded_shapes, padding_values, drop_remainder=True)
+
+
+def conv1d_transpose(value, filter, output_shape, stride, padding="SAME", data_format="NWC",  # noqa: A002
+                     name=None):  # pylint: disable=redefined-builtin
+    """tf.contrib.nn.conv1d_transpose (value, filter, stride) as tf.nn.conv1d_transpose."""
+    return tf.nn.conv1d_transpose(value, filter, output_shape, stride, padding=padding, data_format=data_format,
+                                  name=name)
+
+
+def percentile(x, q, axis=None, interpolation=None, keep_dims=False, validate_args=False, name=None):
+    """tf.contrib.distributions.percentile: the q-th percentile of x over axis (all axes by default).
+
+    interpolation: 'nearest' (default), 'lower', 'higher', 'midpoint' or 'linear', as numpy.percentile.
+    """
+    del validate_args
+    interpolation = interpolation or "nearest"
+    if interpolation not in ("nearest", "lower", "higher", "midpoint", "linear"):
+        raise ValueError(f"percentile: interpolation {interpolation!r} is invalid, it should be one of: "
+                         "nearest, lower, higher, midpoint, linear")
+    with tf.name_scope(name or "percentile"):
+        x = tf.convert_to_tensor(x)
+        rank = x.shape.rank
+        axes = list(range(rank)) if axis is None else sorted(a % rank for a in np.atleast_1d(axis).tolist())
+        kept = [a for a in range(rank) if a not in axes]
+        moved = tf.transpose(x, kept + axes)
+        flat = tf.reshape(moved, tf.concat([tf.shape(moved)[:len(kept)], [-1]], 0))
+        ordered = tf.sort(flat, axis=-1)
+        count = tf.cast(tf.shape(ordered)[-1], tf.float64)
+        position = tf.cast(q, tf.float64) / 100.0 * (count - 1.0)
+        low, high = tf.floor(position), tf.math.ceil(position)
+        pick = {"nearest": tf.round(position), "lower": low, "higher": high}
+        if interpolation in pick:
+            result = tf.gather(ordered, tf.cast(pick[interpolation], tf.int32), axis=-1)
+        else:
+            below = tf.gather(ordered, tf.cast(low, tf.int32), axis=-1)
+            above = tf.gather(ordered, tf.cast(high, tf.int32), axis=-1)
+            weight = 0.5 if interpolation == "midpoint" else tf.cast(position - low, x.dtype)
+            result = below + (above - below) * weight
+        if keep_dims:
+            shape = [1 if a in axes else tf.shape(x)[a] for a in range(rank)]
+            result = tf.reshape(result, shape)
+        return result
+
+
+def small_module_names():
+    """Modules of a few names each: {contrib module: {name: value}}."""
+    from tensorflow.python.ops import data_flow_ops, lookup_ops
+    from tensorflow.python.tpu import async_checkpoint
+    from tensorflow_estimator.python.estimator.inputs.queues import feeding_queue_runner
+
+    from npu_sim_bridge.tf1compat import rnn_cells
+
+    return {
+        "data": {"batch_and_drop_remainder": batch_and_drop_remainder,
+                 "padded_batch_and_drop_remainder": padded_batch_and_drop_remainder},
+        "metrics": {"confusion_matrix": tf.math.confusion_matrix},
+        "lookup": {"HashTable": _V1.lookup.StaticHashTable,
+                   "MutableHashTable": tf.lookup.experimental.MutableHashTable,
+                   "MutableDenseHashTable": tf.lookup.experimental.DenseHashTable,
+                   **{name: getattr(lookup_ops, name) for name in (
+                       "index_table_from_tensor", "index_table_from_file", "index_to_string_table_from_tensor",
+                       "index_to_string_table_from_file", "string_to_index", "index_to_string")
+                      if hasattr(lookup_ops, name)}},
+        "stateless": {"stateless_random_uniform": tf.random.stateless_uniform,
+                      "stateless_random_normal": tf.random.stateless_normal,
+                      "stateless_truncated_normal": tf.random.stateless_truncated_normal,
+                      "stateless_multinomial": _V1.random.stateless_multinomial},
+        "nn": {"conv1d_transpose": conv1d_transpose},
+        "tpu": {"AsyncCheckpointSaverHook": async_checkpoint.AsyncCheckpointSaverHook},
+        "distributions": {"percentile": percentile},
+        "layers": {"embed_sequence": embed_sequence},
+        "slim": {"embed_sequence": embed_sequence,
+                 "variable_scope": python_view(importlib.import_module("tensorflow.python.ops.variable_scope"))},
+        "training": {"FeedingQueueRunner": feeding_queue_runner._FeedingQueueRunner},  # pylint: disable=protected-access
+        "staging": {"StagingArea": data_flow_ops.StagingArea},
+        "legacy_seq2seq": {name: getattr(rnn_cells, name) for name in (
+            "rnn_decoder", "sequence_loss", "sequence_loss_by_example")},
+    }
+
+
+def crf_bases():
+    return (_addons("tensorflow_addons.text"),)
+
+
+def seq2seq_bases():
+    return (_addons("tensorflow_addons.seq2seq"),)
+
+
+def sparsemax_names():
+    return {"sparsemax": _addons("tensorflow_addons.activations").sparsemax}
+
+
+def resampler_names():
+    return {"resampler": _addons("tensorflow_addons.image").resampler}

@@ -9,6 +9,7 @@ import threading
 
 import tensorflow as _tf
 
+from npu_sim_bridge.tf1compat import keras_compat
 from npu_sim_bridge.tf1compat.errors import TF1AttributeError
 from npu_sim_bridge.tf1compat.view import tf1_module, tf1_submodule
 
@@ -113,10 +114,12 @@ def enable_tf1_api(script=None):
     """Give user code (see is_user_code) TensorFlow 1.15's API on `import tensorflow`; turn v2 behaviour off.
 
     Calls tf.compat.v1.disable_v2_behavior() (graph mode, TF1 TensorShape, reference variables,
-    control flow v1), which stays in force for the process. `script`: a path that is always user code.
+    control flow v1), which stays in force for the process, and gives Keras models TensorFlow 1.15's
+    `Model._layers` (keras_compat.py). `script`: a path that is always user code.
     """
     global _original_import
     _V1.disable_v2_behavior()
+    keras_compat.add_model_attributes()
     with _lock:
         if script is not None:
             _scripts.add(os.path.realpath(script))

@@ -98,15 +98,39 @@ TABLE = {
     },
     "tensorflow.python.training": {
         "tracking": ("tensorflow.python.trackable", _module("tensorflow.python.trackable")),
+        "distribution_strategy_context": ("tensorflow.python.distribute.distribute_lib",
+                                          _module("tensorflow.python.distribute.distribute_lib")),
+    },
+    "tensorflow.python": {
+        "graph_util": ("tensorflow.python.framework.graph_util", _module("tensorflow.python.framework.graph_util")),
+    },
+    "tensorflow.python.summary": {
+        "FileWriter": ("tf.compat.v1.summary.FileWriter", lambda: _V1.summary.FileWriter),
+    },
+    "tensorflow.python.layers.base": {
+        "_Layer": ("tensorflow.python.layers.base.Layer", _attr("tensorflow.python.layers.base", "Layer")),
     },
 }
+
+def _keras_table():
+    from npu_sim_bridge.tf1compat.keras_compat import KERAS_TABLE
+
+    return KERAS_TABLE
+
 
 _MISSING = object()
 
 
+def _entries(module_name):
+    entries = TABLE.get(module_name)
+    if entries is None and module_name.startswith("keras."):
+        entries = _keras_table().get(module_name)
+    return entries or {}
+
+
 def lookup(module_name, name, default=_MISSING):
     """The TF 1.15 name `name` of `module_name` as TensorFlow 2.15 has it, else `default` (else AttributeError)."""
-    entry = TABLE.get(module_name, {}).get(name)
+    entry = _entries(module_name).get(name)
     if entry is None:
         if default is _MISSING:
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
@@ -116,10 +140,10 @@ def lookup(module_name, name, default=_MISSING):
 
 def names(module_name):
     """The TF 1.15 names this table adds to `module_name`."""
-    return sorted(TABLE.get(module_name, {}))
+    return sorted(_entries(module_name))
 
 
 def where(module_name, name):
     """What TensorFlow 2.15 calls `module_name.name`, or None when the table has no entry."""
-    entry = TABLE.get(module_name, {}).get(name)
+    entry = _entries(module_name).get(name)
     return entry[0] if entry else None

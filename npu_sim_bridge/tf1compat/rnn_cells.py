@@ -65,3 +65,89 @@ class LayerNormBasicLSTMCell(_V1.nn.rnn_cell.RNNCell):
             new_c = self._norm(new_c, "state")
         new_h = self._activation(new_c) * tf.sigmoid(o)
         return new_h, _V1.nn.rnn_cell.LSTMStateTuple(new_c, new_h)
+
+
+def LSTMBlockCell(num_units, forget_bias=1.0, cell_clip=None, use_peephole=False, dtype=None, reuse=None,  # noqa: N802
+                  name="lstm_cell"):
+    """tf.contrib.rnn.LSTMBlockCell: the same LSTM as tf.compat.v1.nn.rnn_cell.LSTMCell (same variable names, the
+    `lstm_cell` scope), computed with TensorFlow's unfused ops instead of the LSTMBlockCell kernel."""
+    return _V1.nn.rnn_cell.LSTMCell(num_units, use_peepholes=use_peephole, cell_clip=cell_clip,
+                                    forget_bias=forget_bias, dtype=dtype, reuse=reuse, name=name)
+
+
+def stack_bidirectional_dynamic_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None, initial_states_bw=None,
+                                    dtype=None, sequence_length=None, parallel_iterations=None, time_major=False,
+                                    scope=None, swap_memory=False):
+    """Bidirectional layers stacked: each layer's forward and backward outputs, concatenated, feed the next.
+
+    Returns (outputs, output_states_fw, output_states_bw); variables under
+    stack_bidirectional_rnn/cell_<i>/bidirectional_rnn/{fw,bw}, as tf.contrib.rnn had them.
+    """
+    if not cells_fw or not cells_bw or len(cells_fw) != len(cells_bw):
+        raise ValueError("stack_bidirectional_dynamic_rnn: cells_fw and cells_bw must be non-empty lists of the "
+                         f"same length, got {len(cells_fw or [])} and {len(cells_bw or [])}")
+    states_fw, states_bw = [], []
+    layer_inputs = inputs
+    with _V1.variable_scope(scope or "stack_bidirectional_rnn"):
+        for index, (cell_fw, cell_bw) in enumerate(zip(cells_fw, cells_bw)):
+            initial_fw = initial_states_fw[index] if initial_states_fw else None
+            initial_bw = initial_states_bw[index] if initial_states_bw else None
+            with _V1.variable_scope(f"cell_{index}"):
+                (out_fw, out_bw), (state_fw, state_bw) = _V1.nn.bidirectional_dynamic_rnn(
+                    cell_fw, cell_bw, layer_inputs, initial_state_fw=initial_fw, initial_state_bw=initial_bw,
+                    sequence_length=sequence_length, parallel_iterations=parallel_iterations, dtype=dtype,
+                    swap_memory=swap_memory, time_major=time_major)
+                layer_inputs = tf.concat([out_fw, out_bw], 2)
+            states_fw.append(state_fw)
+            states_bw.append(state_bw)
+    return layer_inputs, tuple(states_fw), tuple(states_bw)
+
+
+# tf.contrib.legacy_seq2seq: the list-of-time-steps decoders and losses.
+
+def rnn_decoder(decoder_inputs, initial_state, cell, loop_function=None, scope=None):
+    """Run `cell` over the list decoder_inputs; loop_function(prev_output, i) replaces input i > 0 when given."""
+    with _V1.variable_scope(scope or "rnn_decoder"):
+        state, outputs, prev = initial_state, [], None
+        for index, inputs in enumerate(decoder_inputs):
+            if loop_function is not None and prev is not None:
+                with _V1.variable_scope("loop_function", reuse=True):
+                    inputs = loop_function(prev, index)
+            if index > 0:
+                _V1.get_variable_scope().reuse_variables()
+            output, state = cell(inputs, state)
+            outputs.append(output)
+            if loop_function is not None:
+                prev = output
+    return outputs, state
+
+
+def sequence_loss_by_example(logits, targets, weights, average_across_timesteps=True, softmax_loss_function=None,
+                             name=None):
+    """Weighted cross-entropy per example over lists of [batch, classes] logits and [batch] targets and weights."""
+    if not len(logits) == len(targets) == len(weights):
+        raise ValueError("sequence_loss_by_example: logits, targets and weights must be lists of the same length, "
+                         f"got {len(logits)}, {len(targets)}, {len(weights)}")
+    with tf.name_scope(name or "sequence_loss_by_example"):
+        losses = []
+        for logit, target, weight in zip(logits, targets, weights):
+            if softmax_loss_function is None:
+                loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.reshape(target, [-1]), logits=logit)
+            else:
+                loss = softmax_loss_function(labels=target, logits=logit)
+            losses.append(loss * weight)
+        total = tf.add_n(losses)
+        if average_across_timesteps:
+            total /= tf.add_n(weights) + 1e-12
+        return total
+
+
+def sequence_loss(logits, targets, weights, average_across_timesteps=True, average_across_batch=True,
+                  softmax_loss_function=None, name=None):
+    """sequence_loss_by_example summed over the batch (divided by the batch size when average_across_batch)."""
+    with tf.name_scope(name or "sequence_loss"):
+        cost = tf.reduce_sum(sequence_loss_by_example(logits, targets, weights, average_across_timesteps,
+                                                      softmax_loss_function))
+        if average_across_batch:
+            return cost / tf.cast(tf.shape(targets[0])[0], cost.dtype)
+        return cost

@@ -38,7 +38,7 @@ def _import_submodule(module_name):
 
 
 class PythonView(types.ModuleType):
-    """tensorflow.python.<...> as TF 1.15 scripts know it.
+    """tensorflow.python.<...> (and Keras modules) as TF 1.15 scripts know it.
 
     The real module's names first; then the TF 1.15 names TensorFlow 2.15 moved or dropped
     (internals.py); then its submodules, imported on first use as `from ... import submodule` does
@@ -57,7 +57,7 @@ class PythonView(types.ModuleType):
             raise AttributeError(name)
         real = self.__dict__["_npu_sim_real"]
         if name == "keras" and real.__name__ == "tensorflow.python":
-            return importlib.import_module("keras.src")  # TF 1.15's tf.keras became keras 2.15's keras.src
+            return python_view(importlib.import_module("keras.src"))  # TF 1.15's tf.keras is keras 2.15's keras.src
         missing = object()
         value = getattr(real, name, missing)
         if value is missing:
@@ -82,12 +82,17 @@ class PythonView(types.ModuleType):
 _views = {}
 
 
+# Packages whose modules a TF1 script reaches through the view: TensorFlow's internals, and Keras 2.15 where
+# TensorFlow 1.15 had tensorflow.python.keras / tf.keras.
+VIEWED_PACKAGES = ("tensorflow.python", "keras.src", "keras.api")
+
+
 def python_view(value):
-    """`value`, or the PythonView of it when it is a module of tensorflow.python."""
+    """`value`, or the PythonView of it when it is a module of tensorflow.python or Keras (VIEWED_PACKAGES)."""
     if not isinstance(value, types.ModuleType) or isinstance(value, PythonView):
         return value
     name = getattr(value, "__name__", "")
-    if name != "tensorflow.python" and not name.startswith("tensorflow.python."):
+    if not any(name == package or name.startswith(package + ".") for package in VIEWED_PACKAGES):
         return value
     view = _views.get(name)
     if view is None or view.__dict__["_npu_sim_real"] is not value:
@@ -133,7 +138,7 @@ def _tf1_attribute(module, name):
     if name == "python":
         return python_view(sys.modules["tensorflow.python"])
     if hasattr(_V1, name):
-        return getattr(_V1, name)
+        return python_view(getattr(_V1, name))  # tf.keras (keras.api) as a view: TF 1.15 names kept
     real_submodule = sys.modules.get(f"tensorflow.{name}")
     if isinstance(real_submodule, types.ModuleType):
         return real_submodule  # tf.core, tf.compiler, ...: TensorFlow's own packages, as in 1.15
@@ -159,7 +164,15 @@ def tf1_module():
 
 def _keras_src_module(rest):
     """TensorFlow 1.15's tensorflow.python.keras.<rest> is keras 2.15's keras.src.<rest>; None when it has none."""
-    return _import_submodule(".".join(["keras.src", *rest]))
+    current = python_view(importlib.import_module("keras.src"))
+    for part in rest:
+        try:
+            current = getattr(current, part)
+        except AttributeError:
+            return None
+        if not isinstance(current, types.ModuleType):
+            return None
+    return current
 
 
 def tf1_submodule(parts):

@@ -49,13 +49,13 @@ print("CONTRIB same_objects", isinstance(optimizer, NPULossScaleOptimizer),
       tf.contrib.rnn.LSTMStateTuple is tf.nn.rnn_cell.LSTMStateTuple)
 
 try:
-    tf.contrib.seq2seq.BasicDecoder
+    tf.contrib.graph_editor.reroute_ts
 except AttributeError as error:
-    print("CONTRIB error seq2seq:", error)
+    print("CONTRIB error graph_editor:", error)
 try:
-    from tensorflow.contrib.crf import crf_log_likelihood  # noqa: F401
+    from tensorflow.contrib.cudnn_rnn import CudnnLSTM  # noqa: F401
 except ImportError as error:
-    print("CONTRIB error crf:", error)
+    print("CONTRIB error cudnn_rnn:", error)
 try:
     tf.contrib.not_a_contrib_module
 except AttributeError as error:

@@ -1,0 +1,123 @@
+"""Which rows of the ModelZoo TF 1.15 census `npu-sim run` now provides, and the models that unblocks (an estimate).
+
+    python benchmarks/tf1_census_coverage.py [--census-dir ../shared/reference] [--min-models 1] [--rows]
+
+Reads modelzoo_tf1_api_missing.csv (every path the census found missing, with its model count and
+family) and resolves each row's path with `npu-sim check`'s resolver (the objects `npu-sim run`
+gives a script). A family of the census's greedy table is covered when every TF 1.15 row of it
+resolves. The CSV has no per-model lists, so the model figure is a lower bound built from the
+census's own tables: the census baseline (models using only TF 1.15 names that resolved), plus
+the greedy cumulative count of the longest run of covered steps, plus the "only blocker" counts of
+covered families outside that run (a model whose single blocking family is covered is unblocked).
+"""
+
+import argparse
+import collections
+import csv
+import os
+import re
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+DEFAULT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "reference")
+
+
+def _table_after(text, heading, columns):
+    """Rows (lists of cells) of the first markdown table after the line containing `heading`."""
+    lines = text[text.index(heading):].splitlines()
+    rows, started = [], False
+    for line in lines[1:]:
+        if line.startswith("|"):
+            started = True
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            if len(cells) == columns and not set(cells[0]) <= {"-", ":"} and cells[0] not in ("step", "family"):
+                rows.append(cells)
+        elif started:
+            break
+    return rows
+
+
+def _plain(family):
+    return family.replace("`", "")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--census-dir", default=os.environ.get("NPU_SIM_CENSUS_DIR", DEFAULT_DIR))
+    parser.add_argument("--min-models", type=int, default=1, help="list uncovered rows used by at least this many")
+    parser.add_argument("--rows", action="store_true", help="also list every covered row")
+    args = parser.parse_args(argv)
+
+    from npu_sim_bridge.runtime.loss_scale import register_tf1_contrib
+    from npu_sim_bridge.tf1compat.resolve import MISSING, resolve_tensorflow
+
+    register_tf1_contrib()
+    with open(os.path.join(args.census_dir, "modelzoo_tf1_api_missing.csv"), encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    with open(os.path.join(args.census_dir, "modelzoo_tf1_api_census.md"), encoding="utf-8") as handle:
+        census = handle.read()
+
+    by_family = collections.defaultdict(list)
+    for row in rows:
+        path = row["used_as"] or row["name"]
+        path = path if path.startswith("tensorflow") else "tensorflow." + path.partition(".")[2]
+        status, note = resolve_tensorflow(path, is_import=True)
+        if status != MISSING and row["used_as"] and row["used_as"] != row["name"]:
+            status, note = resolve_tensorflow(row["name"], is_import=True)
+        row["covered"] = status != MISSING
+        row["note"] = note
+        by_family[_plain(row["family"])].append(row)
+
+    tf115 = [row for row in rows if row["in_tf_1_15"] != "no"]
+    print(f"census rows: {len(rows)} ({len(tf115)} TF 1.15 names); covered now: "
+          f"{sum(row['covered'] for row in rows)} ({sum(row['covered'] for row in tf115)} TF 1.15)")
+    two_plus = [row for row in tf115 if int(row["models"]) >= 2]
+    print(f"TF 1.15 rows used by >= 2 models: {len(two_plus)}, covered {sum(row['covered'] for row in two_plus)}")
+    print(f"model-uses of missing TF 1.15 names: {sum(int(r['models']) for r in tf115)} before, "
+          f"{sum(int(r['models']) for r in tf115 if not r['covered'])} now")
+
+    def family_covered(name):
+        members = [row for row in by_family.get(name, []) if row["in_tf_1_15"] != "no"]
+        return bool(members) and all(row["covered"] for row in members)
+
+    baseline = int(re.search(r"TensorFlow 1\.15 itself had.*?\*\*(\d+) of 471", census, re.S).group(1))
+    greedy = _table_after(census, "Over TF 1.15 names only", 5)
+    only = {_plain(cells[0]): int(cells[2]) for cells in _table_after(census, "only TF 1.15 blocker (top 30)", 3)}
+    print("\n| step | family | covered | unblocks | cumulative |\n|---|---|---|---|---|")
+    prefix_total, in_prefix, prefix_open = 0, set(), True
+    for step, family, unblocks, cumulative, _ in greedy:
+        covered = family_covered(_plain(family))
+        print(f"| {step} | {family} | {'yes' if covered else 'no'} | {unblocks} | {cumulative} |")
+        if prefix_open and covered:
+            prefix_total = int(cumulative.split()[0])
+            in_prefix.add(_plain(family))
+        else:
+            prefix_open = False
+    extra = sum(count for family, count in only.items() if family not in in_prefix and family_covered(family))
+    lower = baseline + prefix_total + extra
+    print(f"\nmodels with no missing TF 1.15 path: census {baseline}/471 ({100 * baseline / 471:.1f}%); now at least "
+          f"{lower}/471 ({100 * lower / 471:.1f}%) = {baseline} + {prefix_total} (greedy steps covered in order) "
+          f"+ {extra} (only-blocker families covered outside that run)")
+
+    print("\nfamilies (TF 1.15 rows): covered rows / rows")
+    for family, members in sorted(by_family.items(), key=lambda item: -sum(int(r["models"]) for r in item[1])):
+        members = [row for row in members if row["in_tf_1_15"] != "no"]
+        if members:
+            done = sum(row["covered"] for row in members)
+            print(f"  {'ok ' if done == len(members) else '   '}{family}: {done}/{len(members)}")
+    print(f"\nTF 1.15 rows still missing (models >= {args.min_models}):")
+    for row in sorted(tf115, key=lambda r: -int(r["models"])):
+        if not row["covered"] and int(row["models"]) >= args.min_models:
+            print(f"  {row['models']:>3}  {row['name']}  ({_plain(row['family'])}): {row['note'][:110]}")
+    if args.rows:
+        print("\ncovered rows:")
+        for row in rows:
+            if row["covered"]:
+                print(f"  {row['models']:>3}  {row['name']}  {row['note'][:100]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
