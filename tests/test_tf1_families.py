@@ -50,7 +50,8 @@ def _npu_sim(*args):
 
 def _run(args):
     if args == ["check"]:
-        names = ("tf115_internals.py", "slim_family.py", "contrib_family.py", "check_target.py")
+        names = ("tf115_internals.py", "slim_family.py", "contrib_family.py", "contrib_more_family.py",
+                 "check_target.py")
         return _npu_sim("check", "--json", *(os.path.join(SCRIPTS, name) for name in names))
     return _npu_sim("run", os.path.join(SCRIPTS, args[0]), *args[1:])
 
@@ -60,7 +61,8 @@ def runs_fixture(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("mnist"))
     write_mnist(folder)
     scripts = {"internals": ["tf115_internals.py"], "slim": ["slim_family.py"],
-               "contrib": ["contrib_family.py", folder], "check_target": ["check_target.py"],
+               "contrib": ["contrib_family.py", folder], "more": ["contrib_more_family.py"],
+               "check_target": ["check_target.py"],
                "check": ["check"]}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(_run, args) for name, args in scripts.items()}
@@ -119,6 +121,23 @@ def test_contrib_image_opt_summary_rnn_and_mnist_work_in_a_tf1_script(runs):
     missing = _line(result, "CONTRIBX missing:")
     assert "train-images-idx3-ubyte.gz not found in" in missing and "does not download" in missing
     assert "tf.contrib.quantize.create_training_graph is accepted without effect" in result.stderr
+
+
+def test_more_contrib_optimizers_rnn_crf_seq2seq_and_keras_names_work(runs):
+    result = runs["more"]
+    trained = _line(result, "MORE loss_first")
+    assert float(_value(trained, "loss_last")) < float(_value(trained, "loss_first"))
+    assert trained.endswith("seq_matches True transitions (3, 3)")
+    assert _line(result, "MORE averaged_saved") == "MORE averaged_saved True differs_from_live True"
+    assert _line(result, "MORE median") == "MORE median [3.0, 4.0] batches 2"
+    prefix = "stack_bidirectional_rnn/cell_"
+    assert _line(result, "MORE rnn").split()[2:] == [
+        f"{prefix}0/bidirectional_rnn/bw/gru_cell/candidate", f"{prefix}0/bidirectional_rnn/bw/gru_cell/gates",
+        f"{prefix}0/bidirectional_rnn/fw/gru_cell/candidate", f"{prefix}0/bidirectional_rnn/fw/gru_cell/gates",
+        f"{prefix}1/bidirectional_rnn/bw/lstm_cell", f"{prefix}1/bidirectional_rnn/fw/lstm_cell"]
+    assert _line(result, "MORE keras") == (
+        "MORE keras pad [[0, 1, 2], [0, 0, 3]] layers 2 multi_gpu_same True warned True policy float16 "
+        "mnist_dataset 5")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -189,6 +208,29 @@ def test_lazy_adam_updates_only_the_rows_of_a_sparse_gradient():
     np.testing.assert_allclose(value[2], 1.0 - 0.1 * np.sqrt(1 - 0.999) / (1 - 0.9) * m / (np.sqrt(v) + 1e-8))
 
 
+def test_adamw_decays_the_weights_before_the_adam_step():
+    with tf.Graph().as_default(), V1.Session() as sess:
+        var = V1.Variable([2.0, -4.0], dtype=tf.float64)
+        step = optimizers.AdamWOptimizer(0.1, learning_rate=0.01).apply_gradients([(tf.constant([0.5, 0.5],
+                                                                                               tf.float64), var)])
+        sess.run(V1.global_variables_initializer())
+        sess.run(step)
+        value = sess.run(var)
+    adam_step = 0.01 * np.sqrt(1 - 0.999) / (1 - 0.9) * 0.05 / (np.sqrt(0.001 * 0.25) + 1e-8)
+    np.testing.assert_allclose(value, np.array([2.0, -4.0]) * 0.9 - adam_step)
+
+
+@pytest.mark.parametrize("interpolation", ["nearest", "lower", "higher", "midpoint", "linear"])
+def test_percentile_matches_numpy(interpolation):
+    from npu_sim_bridge.tf1compat.contrib_more import percentile
+
+    values = np.random.RandomState(1).rand(3, 7, 4)
+    with tf.Graph().as_default(), V1.Session() as sess:
+        result = sess.run(percentile(values, 30.0, axis=[0, 2], interpolation=interpolation, keep_dims=True))
+    expected = np.percentile(values, 30.0, axis=(0, 2), method=interpolation, keepdims=True)
+    np.testing.assert_allclose(result, expected)
+
+
 def test_mnist_reader_batches_across_epochs_and_names_bad_files(tmp_path):
     images, labels = write_mnist(str(tmp_path), train=5, test=2)
     data = mnist.read_data_sets(str(tmp_path), validation_size=1, seed=3)
@@ -214,7 +256,7 @@ def _check_entries(runs):
 
 
 def test_check_finds_nothing_missing_in_the_scripts_that_run(runs):
-    for name in ("internals", "slim", "contrib"):
+    for name in ("internals", "slim", "contrib", "more"):
         assert runs[name].returncode == 0
     entries = _check_entries(runs)
     missing = [entry for entry in entries if entry["status"] == "missing"]
