@@ -138,6 +138,9 @@ def test_more_contrib_optimizers_rnn_crf_seq2seq_and_keras_names_work(runs):
     assert _line(result, "MORE keras") == (
         "MORE keras pad [[0, 1, 2], [0, 0, 3]] layers 2 multi_gpu_same True warned True policy float16 "
         "mnist_dataset 5")
+    assert _line(result, "MORE rnn_more") == (
+        "MORE rnn_more [[5, 2, 8], [4, 2, 4], [2, 6], [2, 5, 2]] clipped True params True")
+    assert "tf.contrib.tfprof.ProfileContext is accepted without effect" in result.stderr
 
 
 # ---------------------------------------------------------------------------------------------------

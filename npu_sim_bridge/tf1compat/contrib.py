@@ -41,6 +41,7 @@ MODULE_REPLACEMENTS = {
     "model_pruning": "tensorflow_model_optimization.sparsity (pip install tensorflow-model-optimization)",
     "estimator": "tf.estimator (tf.compat.v1.estimator)",
     "cudnn_rnn": "tf.keras.layers.LSTM / GRU, which use cuDNN kernels where they can",
+    "tfprof": "tf.compat.v1.profiler",
     "bayesflow": "tensorflow_probability",
     "signal": "tf.signal",
     "feature_column": "tf.feature_column (tf.compat.v1.feature_column)",
@@ -88,8 +89,6 @@ DEEP_MODULES = dict(slim.DEEP_MODULES, **{
     "image.python.ops.image_ops": "tensorflow_addons.image",
     "image.python.ops.distort_image_ops": "tensorflow_addons.image",
     "image.python.ops.dense_image_warp": "tensorflow_addons.image",
-    "rnn.python.ops.rnn_cell": "tensorflow.python.ops.rnn_cell",
-    "rnn.python.ops.core_rnn_cell": "tensorflow.python.ops.rnn_cell",
     "framework.python.framework.checkpoint_utils": "tensorflow.python.training.checkpoint_utils",
     "image.ops.gen_image_ops": "tensorflow.python.ops.gen_image_ops",
     "rnn.ops.gen_lstm_ops": "tensorflow.python.ops.gen_rnn_ops",
@@ -108,8 +107,20 @@ def _mnist_module(kind):
     return build
 
 
+def _combined(path, names, bases):
+    return lambda: ContribModule(path, names(), bases, doc=f"tensorflow.contrib.{path}")
+
+
 # Deep paths whose module is built here (names TensorFlow 1.15 had in one module, now in several or in tf1compat).
 DEEP_FACTORIES = {
+    "rnn.python.ops.core_rnn_cell": _combined("rnn.python.ops.core_rnn_cell", contrib_more.core_rnn_cell_names,
+                                              (_V1.nn.rnn_cell,)),
+    "rnn.python.ops.rnn_cell": _combined("rnn.python.ops.rnn_cell", contrib_more.core_rnn_cell_names,
+                                         (_V1.nn.rnn_cell,)),
+    "cudnn_rnn.python.ops.cudnn_rnn_ops": _combined("cudnn_rnn.python.ops.cudnn_rnn_ops", contrib_more.cudnn_rnn_names,
+                                                    ()),
+    "cudnn_rnn.python.layers.cudnn_rnn": _combined("cudnn_rnn.python.layers.cudnn_rnn", contrib_more.cudnn_rnn_names,
+                                                   ()),
     "learn.python.learn.datasets": _mnist_module("datasets"),
     "learn.python.learn.datasets.mnist": _mnist_module("mnist"),
     "learn.datasets.mnist": _mnist_module("mnist"),
@@ -126,6 +137,11 @@ DIFFERENCES = {
     "seq2seq": "is tensorflow_addons.seq2seq: attention mechanisms and decoders are Keras layers, Helpers became "
                "Samplers",
     "rnn.LSTMBlockCell": "is tf.compat.v1.nn.rnn_cell.LSTMCell (same variables; unfused ops)",
+    "cudnn_rnn.CudnnLSTM": "runs TensorFlow's LSTM ops layer by layer: its variables are per-layer kernels and biases, "
+                           "not cuDNN's opaque parameter buffer (checkpoints of the cuDNN layer do not load)",
+    "cudnn_rnn.CudnnGRU": "runs TensorFlow's GRU ops layer by layer: its variables are per-layer kernels and biases, "
+                          "not cuDNN's opaque parameter buffer (checkpoints of the cuDNN layer do not load)",
+    "recurrent": "runs as tf.compat.v1.nn.dynamic_rnn (a while loop, not the functional Recurrent op)",
 }
 # tf.contrib paths whose calls are accepted and do nothing, with why.
 NO_EFFECT = {f"quantize.{name}": contrib_more.QUANTIZE_NO_EFFECT for name in contrib_more.quantize_names()}
@@ -235,6 +251,10 @@ _BUILDERS = {
     "staging": _module("staging", _small("staging")),
     "legacy_seq2seq": _module("legacy_seq2seq", _small("legacy_seq2seq")),
     "compiler": _module("compiler", doc="tf.contrib.compiler: xla is tensorflow.python.compiler.xla.xla"),
+    "cudnn_rnn": _module("cudnn_rnn", contrib_more.cudnn_rnn_names),
+    "recurrent": _module("recurrent", contrib_more.recurrent_names),
+    "tfprof": _module("tfprof", contrib_more.tfprof_names),
+    "estimator": _module("estimator", contrib_more.estimator_names, (_V1.estimator,)),
 }
 
 

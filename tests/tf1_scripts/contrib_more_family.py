@@ -60,3 +60,30 @@ print("MORE rnn", " ".join(rnn_names))
 print("MORE keras pad", pad_sequences([[1, 2], [3]], maxlen=3).tolist(), "layers", len(keras_model._layers),
       "multi_gpu_same", same_model is keras_model, "warned", any("without effect" in str(w.message) for w in caught),
       "policy", policy.compute_dtype, "mnist_dataset", data.num_examples)
+
+# cudnn_rnn, recurrent and rnn internals on TensorFlow's unfused RNN ops; tfprof; estimator extenders.
+from tensorflow.contrib.cudnn_rnn.python.ops import cudnn_rnn_ops  # noqa: E402
+from tensorflow.contrib.rnn.python.ops.core_rnn_cell import _Linear  # noqa: E402
+
+with tf.Graph().as_default():
+    sequence = tf.constant(rng.rand(5, 2, 3).astype(np.float32))  # time-major
+    cudnn_out, (cudnn_h, _) = tf.contrib.cudnn_rnn.CudnnLSTM(
+        2, 4, direction=cudnn_rnn_ops.CUDNN_RNN_BIDIRECTION)(sequence)
+    with tf.variable_scope("linear"):
+        linear = _Linear([sequence[0], sequence[1]], 6, True)([sequence[0], sequence[1]])
+    functional, _ = tf.contrib.recurrent.functional_rnn(tf.nn.rnn_cell.GRUCell(2), tf.transpose(sequence, [1, 0, 2]),
+                                                        dtype=tf.float32, scope="functional")
+    clipped = tf.contrib.estimator.clip_gradients_by_norm(tf.train.GradientDescentOptimizer(1.0), 1e-3)
+    before = tf.identity(tf.global_variables("linear/kernel")[0])
+    with tf.control_dependencies([before]):
+        step = clipped.minimize(tf.reduce_sum(linear) * 100.0)
+    with tf.contrib.tfprof.ProfileContext(tempfile.mkdtemp()), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        kernel_before, _ = sess.run([before, step])
+        moved = np.linalg.norm(sess.run(tf.global_variables("linear/kernel")[0]) - kernel_before)
+        shapes = [list(value.shape) for value in sess.run([cudnn_out, cudnn_h, linear, functional])]
+    stats = tf.contrib.tfprof.model_analyzer.print_model_analysis(
+        tf.get_default_graph(), tfprof_options=tf.contrib.tfprof.model_analyzer.TRAINABLE_VARS_PARAMS_STAT_OPTIONS)
+    expected_params = sum(int(np.prod(v.shape.as_list())) for v in tf.trainable_variables())
+print("MORE rnn_more", shapes, "clipped", bool(moved <= 1e-3 + 1e-9),
+      "params", int(stats.total_parameters) == expected_params)
