@@ -64,8 +64,10 @@ class PythonView(types.ModuleType):
             value = internals.lookup(real.__name__, name, missing)
         if value is missing:
             value = _import_submodule(f"{real.__name__}.{name}") if hasattr(real, "__path__") else None
-            if value is None:
-                raise AttributeError(f"module {real.__name__!r} has no attribute {name!r}")
+        if value is None:
+            value = _legacy_keras_twin(real.__name__, name)
+        if value is None:
+            raise AttributeError(f"module {real.__name__!r} has no attribute {name!r}")
         return python_view(value)
 
     def __setattr__(self, name, value):
@@ -80,6 +82,25 @@ class PythonView(types.ModuleType):
 
 
 _views = {}
+
+
+def _legacy_keras_twin(module_name, name):
+    """For keras.src.<path>.<name> that Keras 2.15 lacks: TensorFlow 2.15's own legacy copy,
+    tensorflow.python.keras.<path>.<name>, as plain `python` imports it; None when that has none either."""
+    if module_name != "keras.src" and not module_name.startswith("keras.src."):
+        return None
+    twin_name = "tensorflow.python.keras" + module_name[len("keras.src"):]
+    try:
+        twin = importlib.import_module(twin_name)
+    except ImportError:
+        return None
+    value = getattr(twin, name, None)
+    if value is None and hasattr(twin, "__path__"):
+        try:
+            value = _import_submodule(f"{twin_name}.{name}")
+        except ImportError:
+            value = None
+    return value
 
 
 # Packages whose modules a TF1 script reaches through the view: TensorFlow's internals, and Keras 2.15 where
