@@ -131,7 +131,7 @@ def test_more_contrib_optimizers_rnn_crf_seq2seq_and_keras_names_work(runs):
     assert _line(result, "MORE averaged_saved") == "MORE averaged_saved True differs_from_live True"
     assert _line(result, "MORE median") == "MORE median [3.0, 4.0] batches 2"
     prefix = "stack_bidirectional_rnn/cell_"
-    assert _line(result, "MORE rnn").split()[2:] == [
+    assert _line(result, "MORE rnn ").split()[2:] == [
         f"{prefix}0/bidirectional_rnn/bw/gru_cell/candidate", f"{prefix}0/bidirectional_rnn/bw/gru_cell/gates",
         f"{prefix}0/bidirectional_rnn/fw/gru_cell/candidate", f"{prefix}0/bidirectional_rnn/fw/gru_cell/gates",
         f"{prefix}1/bidirectional_rnn/bw/lstm_cell", f"{prefix}1/bidirectional_rnn/fw/lstm_cell"]

@@ -186,7 +186,7 @@ def test_star_import_after_import_tensorflow_gives_the_tf1_api_in_graph_mode(run
 def test_tf1_module_has_the_v1_names_and_explains_tensorflow2_only_names():
     module = view.tf1_module()
     assert module.Session is V1.Session and module.ConfigProto is V1.ConfigProto and module.app is V1.app
-    assert module.compat.v1 is module and module.compat.v2 is tf.compat.v2
+    assert module.compat.v1 is module and module.compat.v2.function is tf.function
     assert module.compat.as_bytes is tf.compat.as_bytes
     keras_backend = sys.modules["keras.src.backend"]
     assert module.python.keras.backend.get_session is keras_backend.get_session  # TF 1.15's tf.keras: Keras 2.15

@@ -13,14 +13,20 @@ _V1 = _tf.compat.v1
 
 
 class _Overlay(types.ModuleType):
-    """A module that is `base` except for a few names (tf.compat with v1 -> the TF1 API)."""
+    """A module that is `base` except for a few names (tf.compat with v1 -> the TF1 API); `lazy`: names computed
+    on first use (tf.compat.v2.keras as a view)."""
 
-    def __init__(self, name, base, overrides):
+    def __init__(self, name, base, overrides, lazy=None):
         super().__init__(name, getattr(base, "__doc__", None))
         self.__dict__["_npu_sim_base"] = base
+        self.__dict__["_npu_sim_lazy"] = dict(lazy or {})
         self.__dict__.update(overrides)
 
     def __getattr__(self, name):
+        lazy = self.__dict__["_npu_sim_lazy"]
+        if name in lazy:
+            value = self.__dict__[name] = lazy.pop(name)()
+            return value
         return getattr(self.__dict__["_npu_sim_base"], name)
 
     def __dir__(self):
@@ -155,7 +161,8 @@ def _tf1_attribute(module, name):
 
         return mnist.examples_module()
     if name == "compat":
-        return _Overlay("tensorflow.compat", _V1.compat, {"v1": module, "v2": _tf.compat.v2})
+        v2 = _Overlay("tensorflow.compat.v2", _tf.compat.v2, {}, {"keras": lambda: python_view(_tf.compat.v2.keras)})
+        return _Overlay("tensorflow.compat", _V1.compat, {"v1": module, "v2": v2})
     if name == "python":
         return python_view(sys.modules["tensorflow.python"])
     if hasattr(_V1, name):

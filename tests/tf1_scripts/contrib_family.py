@@ -12,7 +12,7 @@ import tensorflow as tf
 from tensorflow.contrib.image.python.ops import distort_image_ops
 from tensorflow.examples.tutorials.mnist import input_data
 
-mnist = input_data.read_data_sets(sys.argv[1], one_hot=True, validation_size=2)
+mnist = input_data.read_data_sets(sys.argv[1], one_hot=True, validation_size=2, seed=0)
 batch_images, batch_labels = mnist.train.next_batch(3)
 
 images = tf.placeholder(tf.float32, [None, 784])
@@ -29,7 +29,7 @@ logits = tf.matmul(images, weights) + tf.reduce_sum(tf.nn.embedding_lookup(embed
 labels = tf.placeholder(tf.float32, [None, 10])
 loss = tf.losses.softmax_cross_entropy(labels, logits)
 global_step = tf.train.get_or_create_global_step()
-lars = tf.contrib.opt.LARSOptimizer(0.1, weight_decay=0.0).minimize(loss, var_list=[weights])
+lars = tf.contrib.opt.LARSOptimizer(0.001, weight_decay=0.0).minimize(loss, var_list=[weights])
 lazy = tf.contrib.opt.LazyAdamOptimizer(0.1).minimize(loss, var_list=[embedding], global_step=global_step)
 accuracy, accuracy_update = tf.contrib.metrics.streaming_accuracy(tf.argmax(logits, 1), tf.argmax(labels, 1))
 
