@@ -1,4 +1,4 @@
-"""What `npu-sim check` reports: every npu_bridge and TensorFlow 1.15 API a script or project uses, as `npu-sim run` serves it.
+"""What `npu-sim check` reports: each npu_bridge and TensorFlow 1.15 API a project uses, as `npu-sim run` has it.
 
 The source is read with `ast` (nothing is run): imports, and attribute chains on the names they
 bind, give fully qualified paths with file:line. Each path is then resolved on the objects
@@ -63,10 +63,29 @@ class _Scanner(ast.NodeVisitor):
         for name in node.names:
             if name.name == "*":
                 self._use(node.module, node, is_import=True)
+                if node.module == "npu_bridge.npu_init":
+                    self.bound.setdefault("tf", _TF_ROOT)  # npu_init exports `tf` (TensorFlow 1.15's API)
                 continue
             dotted = f"{node.module}.{name.name}"
             self._use(dotted, node, is_import=True)
             self.bound[name.asname or name.name] = dotted
+
+    def _dotted(self, node):
+        """The qualified path of a Name/Attribute chain on a bound name, else None."""
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            return ".".join([self.bound[node.id], *reversed(chain)])
+        return None
+
+    def visit_Assign(self, node):  # pylint: disable=invalid-name
+        """`slim = tf.contrib.slim`, `tf = tf.compat.v1`: the new name is bound to that path too."""
+        self.generic_visit(node)
+        dotted = self._dotted(node.value)
+        if dotted is not None and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.bound[node.targets[0].id] = dotted
 
     def visit_Attribute(self, node):  # pylint: disable=invalid-name
         chain, base = [], node
@@ -151,8 +170,8 @@ def resolve_npu_bridge(path):
             return resolve.MISSING, f"{module_name}.{'.'.join(rest)}: no attribute {part!r}"
         current = getattr(current, part)
     for marker, status in (("__npu_sim_no_effect__", resolve.NO_EFFECT), ("__npu_sim_difference__", resolve.DIFFERENT)):
-        note = getattr(current, marker, None)
-        if isinstance(note, str) and not isinstance(current, types.ModuleType):
+        note = getattr(current, marker, None) if isinstance(current, (types.FunctionType, type)) else None
+        if isinstance(note, str):
             return status, note
     return resolve.PROVIDED, ""
 

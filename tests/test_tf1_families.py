@@ -150,7 +150,7 @@ def test_more_contrib_optimizers_rnn_crf_seq2seq_and_keras_names_work(runs):
 def hooked_fixture(monkeypatch):
     monkeypatch.setattr(hook, "_original_import", builtins.__import__)
     user = {"__name__": "__main__", "__file__": "/home/someone/project/train.py"}
-    return lambda name, fromlist=None: hook._tf1_import(name, user, None, fromlist, 0)  # pylint: disable=protected-access
+    return lambda name, fromlist=None: hook._tf1_import(name, user, None, fromlist, 0)  # pylint: disable=W0212
 
 
 def test_from_tensorflow_python_import_loads_submodules_as_plain_python_does(hooked):

@@ -21,7 +21,8 @@ def format_text(result, show_all=False):
     for filename, why in result["unreadable"].items():
         lines.append(f"not read: {filename}: {why}")
     summary = result["summary"]
-    lines.append(f"npu-sim check: {summary['apis']} APIs ({summary['uses']} uses) in {summary['files']} file{'s' if summary['files'] != 1 else ''}: "
+    files = f"{summary['files']} file{'s' if summary['files'] != 1 else ''}"
+    lines.append(f"npu-sim check: {summary['apis']} APIs ({summary['uses']} uses) in {files}: "
                  + ", ".join(f"{summary[status]} {status}" for status in resolve.STATUSES))
     return "\n".join(lines) + "\n"
 

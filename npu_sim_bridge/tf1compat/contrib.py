@@ -1,4 +1,4 @@
-"""tf.contrib for TF1 scripts: its modules mapped onto TensorFlow 2.15 and maintained libraries; the rest name their replacement.
+"""tf.contrib for TF1 scripts: modules mapped onto TensorFlow 2.15 and maintained libraries; the rest say what to use.
 
 Mapped (names resolve to working objects; each module's table below says onto what):
   slim, layers       the tf-slim package (slim.py), with TensorFlow 1.15's scopes and variable names
@@ -53,7 +53,6 @@ MODULE_REPLACEMENTS = {
     "eager": "TensorFlow 2's eager execution (run the script with `npu-sim run --tf2`)",
     "timeseries": "tf.keras models (tf.contrib.timeseries has no TensorFlow 2 port)",
     "compiler": "tf.function(jit_compile=True) (XLA)",
-    "graph_editor": "no TensorFlow 2 equivalent: edit GraphDefs directly",
     "learn": "tf.estimator (tf.compat.v1.estimator)",
     "opt": "the tf.compat.v1.train optimizers, or tensorflow_addons.optimizers with Keras",
 }

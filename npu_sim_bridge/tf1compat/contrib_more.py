@@ -258,7 +258,7 @@ def small_module_names():
         "layers": {"embed_sequence": embed_sequence},
         "slim": {"embed_sequence": embed_sequence,
                  "variable_scope": python_view(importlib.import_module("tensorflow.python.ops.variable_scope"))},
-        "training": {"FeedingQueueRunner": feeding_queue_runner._FeedingQueueRunner},  # pylint: disable=protected-access
+        "training": {"FeedingQueueRunner": feeding_queue_runner._FeedingQueueRunner},  # pylint: disable=W0212
         "staging": {"StagingArea": data_flow_ops.StagingArea},
         "legacy_seq2seq": {name: getattr(rnn_cells, name) for name in (
             "rnn_decoder", "sequence_loss", "sequence_loss_by_example")},

@@ -28,7 +28,7 @@ multi_gpu_model.__npu_sim_no_effect__ = "the simulation runs on one device: the 
 
 
 def _mixed_precision_experimental():
-    """keras.mixed_precision.experimental of TensorFlow 2.1-2.3: Policy, set_policy, global_policy, LossScaleOptimizer."""
+    """keras.mixed_precision.experimental (TF 2.1-2.3): Policy, set_policy, global_policy, LossScaleOptimizer."""
     policy = importlib.import_module("keras.src.mixed_precision.policy")
     loss_scale = importlib.import_module("keras.src.mixed_precision.loss_scale_optimizer")
     module = types.ModuleType("keras.mixed_precision.experimental", _mixed_precision_experimental.__doc__)

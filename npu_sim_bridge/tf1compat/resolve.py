@@ -53,7 +53,8 @@ def _note_for(value, parts):
         for prefix, text in contrib.DIFFERENCES.items():
             if rest == prefix or rest.startswith(prefix + "."):
                 return DIFFERENT, f"tf.contrib.{prefix} {text}"
-    marker = getattr(value, "__npu_sim_no_effect__", None) if not isinstance(value, types.ModuleType) else None
+    # Only functions and classes are asked for the marker: other objects' attributes can run code (tf.flags.FLAGS).
+    marker = getattr(value, "__npu_sim_no_effect__", None) if isinstance(value, (types.FunctionType, type)) else None
     if isinstance(marker, str):
         return NO_EFFECT, marker
     return PROVIDED, ""

@@ -66,7 +66,8 @@ print("CONTRIBX image rotate", bool(np.array_equal(rot[0, :, :, 0], np.rot90(bat
       "hsv", bool(np.allclose(hsv_value, 1.0, atol=1e-5)))
 print("CONTRIBX opt loss_first", round(float(first), 4), "loss_last", round(float(last), 4),
       "rows_moved", [int(i) for i in np.nonzero(np.any(table != 1.0, axis=1))[0]])
-print("CONTRIBX rnn", rnn_value.shape, " ".join(sorted(v.op.name.split("/", 2)[2] for v in tf.global_variables("encoder/"))))
+rnn_names = sorted(v.op.name.split("/", 2)[2] for v in tf.global_variables("encoder/"))
+print("CONTRIBX rnn", rnn_value.shape, " ".join(rnn_names))
 print("CONTRIBX summary_files", len(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))),
       "static", static.tolist())
 
