@@ -304,3 +304,17 @@ def test_check_command_line_text_and_errors(tmp_path):
     assert report["summary"]["missing"] == 4 and report["unreadable"] == {}
     absent = _npu_sim("check", str(tmp_path / "nothing.py"))
     assert absent.returncode == 2 and "nothing.py' does not exist" in absent.stderr
+
+
+def test_scipy_optimizer_interface_says_to_install_scipy_when_it_is_missing(monkeypatch):
+    from npu_sim_bridge.tf1compat.scipy_optimizer import ScipyOptimizerInterface
+
+    monkeypatch.setitem(sys.modules, "scipy", None)  # what an environment without scipy gives
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    with tf.Graph().as_default(), V1.Session() as sess:
+        var = V1.Variable([1.0, 2.0])
+        interface = ScipyOptimizerInterface(tf.reduce_sum(tf.square(var)))
+        sess.run(V1.global_variables_initializer())
+        with pytest.raises(ImportError, match="ScipyOptimizerInterface needs scipy, which is not installed: pip "
+                                              "install scipy"):
+            interface.minimize(sess)

@@ -122,9 +122,11 @@ def image_bases():
 def opt_names():
     from npu_sim_bridge.tf1compat import optimizers
 
-    return {name: getattr(optimizers, name) for name in (
+    from npu_sim_bridge.tf1compat.scipy_optimizer import ScipyOptimizerInterface
+
+    return {"ScipyOptimizerInterface": ScipyOptimizerInterface, **{name: getattr(optimizers, name) for name in (
         "LARSOptimizer", "LazyAdamOptimizer", "NadamOptimizer", "AdamWOptimizer", "MomentumWOptimizer",
-        "MovingAverageOptimizer")}
+        "MovingAverageOptimizer")}}
 
 
 def rnn_names():
