@@ -164,6 +164,10 @@ def test_from_tensorflow_python_import_loads_submodules_as_plain_python_does(hoo
     assert hooked("tensorflow.python.data.experimental.ops", ("threadpool",)).threadpool.PrivateThreadPool(2)
     with pytest.raises(ModuleNotFoundError):
         hooked("tensorflow.python.not_a_module")
+    # Keras: Keras 2.15 first, TensorFlow's own legacy copy for what it lacks, TF 1.15 names and the pre-1.9 layout
+    assert hooked("tensorflow.python.keras.layers", ("merge",)).merge.__name__ == "tensorflow.python.keras.layers.merge"
+    callbacks = hooked("tensorflow.python.keras._impl.keras", ("callbacks",)).callbacks
+    assert callbacks.History is sys.modules["keras.src.callbacks"].History
 
 
 def test_python_view_prefers_the_real_module_and_writes_through_to_it():

@@ -39,11 +39,21 @@ def _mixed_precision_experimental():
     return module
 
 
+def _impl_namespace():
+    """tensorflow.python.keras._impl (TensorFlow 1.4-1.8's layout, gone by 1.15): its `keras` is Keras 2.15."""
+    from npu_sim_bridge.tf1compat.view import python_view
+
+    module = types.ModuleType("tensorflow.python.keras._impl", _impl_namespace.__doc__)
+    module.keras = python_view(importlib.import_module("keras.src"))
+    return module
+
+
 _IMAGE_UTILS = "keras.src.utils.image_utils"
 _EXPERIMENTAL = ("keras.mixed_precision.experimental (Policy, set_policy = set_global_policy, ...)",
                  _mixed_precision_experimental)
 
 KERAS_TABLE = {
+    "keras.src": {"_impl": ("keras (the pre-1.9 tensorflow.python.keras._impl.keras layout)", _impl_namespace)},
     "keras.src.preprocessing.sequence": {
         "pad_sequences": ("keras.utils.pad_sequences", _attr("keras.src.utils.data_utils", "pad_sequences")),
     },

@@ -75,7 +75,7 @@ def resolve_tensorflow(path, is_import=False):
                 real_name = current.__dict__["_npu_sim_real"].__name__
                 where = internals.where(real_name, part)
                 if where and not hasattr(current.__dict__["_npu_sim_real"], part):
-                    notes.append(f"{real_name}.{part} of TensorFlow 1.15 is {where} in TensorFlow 2.15")
+                    notes.append(f"{'.'.join(['tensorflow', *parts[:index + 1]])} is served by {where}")
             try:
                 current = _step(current, part)
             except (AttributeError, ImportError) as error:
