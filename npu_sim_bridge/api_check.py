@@ -169,10 +169,15 @@ def resolve_npu_bridge(path):
         if not hasattr(current, part):
             return resolve.MISSING, f"{module_name}.{'.'.join(rest)}: no attribute {part!r}"
         current = getattr(current, part)
+    if not isinstance(current, (types.FunctionType, type)):
+        return resolve.PROVIDED, ""
     for marker, status in (("__npu_sim_no_effect__", resolve.NO_EFFECT), ("__npu_sim_difference__", resolve.DIFFERENT)):
-        note = getattr(current, marker, None) if isinstance(current, (types.FunctionType, type)) else None
+        note = getattr(current, marker, None)
         if isinstance(note, str):
             return status, note
+    summary = (current.__doc__ or "").strip().split("\n")[0]
+    if summary.lower().startswith(("accepted, no effect", "accepted without effect")):
+        return resolve.NO_EFFECT, summary  # the simulated function's own docstring says so
     return resolve.PROVIDED, ""
 
 

@@ -291,7 +291,8 @@ def test_check_command_line_text_and_errors(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import tensorflow as tf\nfrom npu_bridge.estimator import npu_ops\nx = tf.mul(1, 2)\n"
                       "npu_ops.not_an_op()\nimport npu_bridge.no_such_module\nslim = tf.contrib.slim\n"
-                      "FLAGS = tf.app.flags.FLAGS\nprint(FLAGS.steps, slim.conv2d, slim.not_in_slim)\n")
+                      "FLAGS = tf.app.flags.FLAGS\nprint(FLAGS.steps, slim.conv2d, slim.not_in_slim)\n"
+                      "from npu_bridge.estimator.npu import npu_plugin\nnpu_plugin.npu_close()\n")
     (tmp_path / "py2.py").write_text("print 'python 2'\n")
     result = _npu_sim("check", str(tmp_path))
     assert result.returncode == 1
@@ -300,6 +301,7 @@ def test_check_command_line_text_and_errors(tmp_path):
     assert f"missing: npu_bridge.no_such_module  [{script}:5]" in result.stdout
     assert f"missing: tensorflow.contrib.slim.not_in_slim  [{script}:8]" in result.stdout  # through `slim = ...`
     assert f"not read: {tmp_path / 'py2.py'}: SyntaxError" in result.stdout
+    assert f"accepted without effect: npu_bridge.estimator.npu.npu_plugin.npu_close  [{script}:10]" in result.stdout
     assert "4 missing" in result.stdout.splitlines()[-1] and "in 2 files" in result.stdout.splitlines()[-1]
     report = json.loads(_npu_sim("check", "--json", str(script)).stdout)
     by_api = {entry["api"]: entry for entry in report["apis"]}
