@@ -1,13 +1,17 @@
 """TensorFlow 1.15's API on TensorFlow 2.15 for unchanged TF1 scripts: tf.compat.v1 + tf.contrib + TF 1.15 internals.
 
-No NPU knowledge lives here; npu_sim_bridge's launcher (cli/run.py) turns it on for `npu-sim run`.
+No NPU knowledge lives here; npu_sim_bridge's launcher (cli/run.py) turns it on for `npu-sim run`, and
+registers what only the simulator has (tf.contrib.mixed_precision: contrib.register_module).
 
-  view.py        the module objects a TF1 script sees: `tensorflow`, tensorflow.python (TF 1.15 names kept)
-  hook.py        the import hook: the script's own `import tensorflow` gets the view; libraries the real module
-  internals.py   TF 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped
-  contrib.py     tf.contrib, module by module (slim.py: tf-slim; optimizers.py; contrib_more.py; hparams.py)
-  mnist.py       tensorflow.examples.tutorials.mnist.input_data from local files
-  threadpool.py  tensorflow.python.data.experimental.ops.threadpool
+  view.py          the module objects a TF1 script sees: `tensorflow`, tensorflow.python and Keras (TF 1.15 names)
+  hook.py          the import hook: the script's own `import tensorflow` gets the view; libraries the real module
+  internals.py     TF 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped
+  keras_compat.py  the same for Keras (tensorflow.python.keras, tf.keras), and Model._layers
+  contrib.py       tf.contrib, module by module; slim.py (tf-slim), contrib_more.py (the smaller modules),
+                   contrib_estimator.py (tfprof, estimator), optimizers.py, scipy_optimizer.py, rnn_cells.py,
+                   rnn_more.py, hparams.py, threadpool.py
+  mnist.py         tensorflow.examples.tutorials.mnist.input_data from local files
+  resolve.py       what a `tensorflow...` path gives a script (for `npu-sim check`)
 """
 
 from npu_sim_bridge.tf1compat.errors import TF1AttributeError, TF1CompatWarning, TF1ContribError

@@ -29,7 +29,7 @@ import warnings
 
 import tensorflow as tf
 
-from npu_sim_bridge.tf1compat import contrib_more, slim
+from npu_sim_bridge.tf1compat import contrib_estimator, contrib_more, rnn_more, slim
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
 from npu_sim_bridge.tf1compat.hparams import HParams
 
@@ -112,13 +112,13 @@ def _combined(path, names, bases):
 
 # Deep paths whose module is built here (names TensorFlow 1.15 had in one module, now in several or in tf1compat).
 DEEP_FACTORIES = {
-    "rnn.python.ops.core_rnn_cell": _combined("rnn.python.ops.core_rnn_cell", contrib_more.core_rnn_cell_names,
+    "rnn.python.ops.core_rnn_cell": _combined("rnn.python.ops.core_rnn_cell", rnn_more.core_rnn_cell_names,
                                               (_V1.nn.rnn_cell,)),
-    "rnn.python.ops.rnn_cell": _combined("rnn.python.ops.rnn_cell", contrib_more.core_rnn_cell_names,
+    "rnn.python.ops.rnn_cell": _combined("rnn.python.ops.rnn_cell", rnn_more.core_rnn_cell_names,
                                          (_V1.nn.rnn_cell,)),
-    "cudnn_rnn.python.ops.cudnn_rnn_ops": _combined("cudnn_rnn.python.ops.cudnn_rnn_ops", contrib_more.cudnn_rnn_names,
+    "cudnn_rnn.python.ops.cudnn_rnn_ops": _combined("cudnn_rnn.python.ops.cudnn_rnn_ops", rnn_more.cudnn_rnn_names,
                                                     ()),
-    "cudnn_rnn.python.layers.cudnn_rnn": _combined("cudnn_rnn.python.layers.cudnn_rnn", contrib_more.cudnn_rnn_names,
+    "cudnn_rnn.python.layers.cudnn_rnn": _combined("cudnn_rnn.python.layers.cudnn_rnn", rnn_more.cudnn_rnn_names,
                                                    ()),
     "learn.python.learn.datasets": _mnist_module("datasets"),
     "learn.python.learn.datasets.mnist": _mnist_module("mnist"),
@@ -250,10 +250,10 @@ _BUILDERS = {
     "staging": _module("staging", _small("staging")),
     "legacy_seq2seq": _module("legacy_seq2seq", _small("legacy_seq2seq")),
     "compiler": _module("compiler", doc="tf.contrib.compiler: xla is tensorflow.python.compiler.xla.xla"),
-    "cudnn_rnn": _module("cudnn_rnn", contrib_more.cudnn_rnn_names),
-    "recurrent": _module("recurrent", contrib_more.recurrent_names),
-    "tfprof": _module("tfprof", contrib_more.tfprof_names),
-    "estimator": _module("estimator", contrib_more.estimator_names, (_V1.estimator,)),
+    "cudnn_rnn": _module("cudnn_rnn", rnn_more.cudnn_rnn_names),
+    "recurrent": _module("recurrent", rnn_more.recurrent_names),
+    "tfprof": _module("tfprof", contrib_estimator.tfprof_names),
+    "estimator": _module("estimator", contrib_estimator.estimator_names, (_V1.estimator,)),
 }
 
 

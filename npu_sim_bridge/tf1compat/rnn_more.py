@@ -139,3 +139,17 @@ def bidirectional_functional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None
     return _V1.nn.bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=sequence_length,
                                             initial_state_fw=initial_state_fw, initial_state_bw=initial_state_bw,
                                             dtype=dtype, time_major=time_major, scope=scope)
+
+
+def cudnn_rnn_names():
+    return {"CudnnLSTM": CudnnLSTM, "CudnnGRU": CudnnGRU,
+            "CudnnCompatibleLSTMCell": CudnnCompatibleLSTMCell, **CONSTANTS}
+
+
+def recurrent_names():
+    return {"functional_rnn": functional_rnn,
+            "bidirectional_functional_rnn": bidirectional_functional_rnn}
+
+
+def core_rnn_cell_names():
+    return {"_Linear": _Linear}
