@@ -16,7 +16,6 @@ and with RANK_SIZE > 1 any `npu_bridge` or `hccl` import routes Sessions to the 
 import importlib
 import importlib.abc
 import importlib.machinery
-import os
 import sys
 import types
 
