@@ -3,7 +3,8 @@
 import json
 import sys
 
-from npu_sim_bridge.api_check import check
+from npu_sim_bridge.api_check import CheckError, check
+from npu_sim_bridge.cli.errors import EXIT_FAILURE, UsageError
 from npu_sim_bridge.runtime import alias
 from npu_sim_bridge.tf1compat import resolve
 
@@ -28,16 +29,19 @@ def format_text(result, show_all=False):
 
 
 def cmd_check(args):
-    """Print the report; exit status 1 when an API is missing or a file cannot be read, else 0."""
+    """Print the report; exit status 1 when an API is missing or a file cannot be read, 2 for a bad path, else 0."""
     if args.modules:
         sys.stdout.write("\n".join(sorted(alias.MODULES)) + "\n")
         return 0
-    result = check(args.paths)
+    try:
+        result = check(args.paths)
+    except CheckError as err:  # a path that does not exist: the command line is wrong (exit status 2)
+        raise UsageError(str(err)) from None
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         sys.stdout.write(format_text(result, show_all=args.all))
-    return 1 if result["summary"][resolve.MISSING] or result["unreadable"] else 0
+    return EXIT_FAILURE if result["summary"][resolve.MISSING] or result["unreadable"] else 0
 
 
 def add_check_command(commands):
