@@ -3,13 +3,15 @@
 import json
 import sys
 
-from npu_sim_bridge.api_check import CheckError, check
 from npu_sim_bridge.cli.errors import EXIT_FAILURE, UsageError
-from npu_sim_bridge.runtime import alias
-from npu_sim_bridge.tf1compat import resolve
+
+# The library (TensorFlow, the simulated modules) is imported when the command runs, so `npu-sim --help`
+# and the offline commands stay free of TensorFlow.
 
 
 def format_text(result, show_all=False):
+    from npu_sim_bridge.tf1compat import resolve
+
     lines = []
     order = {status: index for index, status in enumerate(reversed(resolve.STATUSES))}
     for entry in sorted(result["apis"], key=lambda e: (order[e["status"]], e["api"])):
@@ -30,6 +32,10 @@ def format_text(result, show_all=False):
 
 def cmd_check(args):
     """Print the report; exit status 1 when an API is missing or a file cannot be read, 2 for a bad path, else 0."""
+    from npu_sim_bridge.api_check import CheckError, check
+    from npu_sim_bridge.runtime import alias
+    from npu_sim_bridge.tf1compat import resolve
+
     if args.modules:
         sys.stdout.write("\n".join(sorted(alias.MODULES)) + "\n")
         return 0
