@@ -87,9 +87,10 @@ def test_small_cnn_trains_under_allow_mix_precision_to_float32_accuracy(npu_conf
     forward = [d for d in report.nodes.values() if d.name.startswith(("conv1/", "conv2/")) and d.list == "white"]
     assert forward and all(d.dtype_after == "float16" for d in forward)
     assert report.nodes["gradients/conv1/Conv2D_grad/Conv2DBackpropFilter"].dtype_after == "float16"
-    # The training step really ran the rewritten graph: its float16 round trips executed.
+    # The training step really ran the rewritten graph: its float16 round trips executed (in a Session
+    # each is one NpuSimRoundToFloat16 kernel, named as the second Cast of the pair was).
     first_conv = next(d.name for d in forward if d.name.startswith("conv1/") and "fused into" not in d.reason)
-    assert {f"{first_conv}/NpuSimCast_0_float16", f"{first_conv}/NpuSimRound_0_float16"} <= executed
+    assert f"{first_conv}/NpuSimRound_0_float16" in executed
     assert mixed_loss != reference_loss and mixed_loss == pytest.approx(reference_loss, rel=1e-2)
     assert reference > 0.8
     assert mixed >= reference - 0.05, (mixed, reference)

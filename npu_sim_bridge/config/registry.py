@@ -266,6 +266,9 @@ _TABLE = (
     # --- simulator only (each may also come from the environment variable NPU_SIM_<NAME>) ---
     Key("sim_fp16_execution", "s", "emulate", allowed=("emulate", "native"), acts=True,
         doc="emulate: float32 kernels with float16 rounding; native: real float16 kernels (for GPUs)"),
+    Key("sim_fp16_rounding", "s", "auto", allowed=("auto", "kernel", "cast"), acts=True,
+        doc="emulated float16 rounding: kernel (one NpuSimRoundToFloat16 op), cast (two Casts), auto: "
+            "kernel in a Session, cast in offline rewrites"),
     Key("sim_report_dir", "s", "", acts=True,
         doc="directory for the rewrite report (empty: no report)"),
     Key("sim_ops_info_path", "s", "", acts=True,

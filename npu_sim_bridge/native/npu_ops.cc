@@ -12,12 +12,21 @@
 //   FastGeluGrad(dy, x)  = dy * d FastGelu(x) / dx
 //
 // in float32 arithmetic for half and bfloat16 inputs (the NPU's vector unit widens them too).
+//
+// NpuSimRoundToFloat16(x) is the simulator's own op, not the adapter's: the float16 emulation's
+// rounding (sim_fp16_execution=emulate). It gives, in one memory pass and in place when it may, the
+// float32 values that Cast(float32 -> float16) followed by Cast(float16 -> float32) give: round to
+// nearest, ties to even, subnormals kept, |x| >= 65520 becomes inf (float16 overflow is real), NaN
+// stays NaN (as the quiet NaN that pair gives, sign kept).
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/platform/threadpool.h"
 
 namespace npu_sim_bridge {
 namespace {
@@ -91,6 +100,60 @@ class UnaryGradOp : public OpKernel {
   }
 };
 
+
+// ------------------------------------------------------------------------ float16 rounding
+// float(half(x)) from x's bits, branch free so the compiler vectorizes it.
+inline uint32_t RoundBitsToFloat16(uint32_t bits) {
+  const uint32_t sign = bits & 0x80000000u;
+  const uint32_t magnitude = bits ^ sign;
+  // Normal float16 range (|x| >= 2^-14): keep 10 mantissa bits, ties to even; a carry may go into
+  // the exponent, which is right.
+  const uint32_t normal = (magnitude + 0x0fffu + ((magnitude >> 13) & 1u)) & 0xffffe000u;
+  // Subnormal range: float16 holds multiples of 2^-24 there, and the float32 ulp of 0.5 is 2^-24, so
+  // adding and taking away 0.5 rounds to the nearest multiple, ties to even (both steps are exact but
+  // the rounding one).
+  float value;
+  std::memcpy(&value, &magnitude, sizeof(value));
+  const float rounded = (value + 0.5f) - 0.5f;
+  uint32_t subnormal;
+  std::memcpy(&subnormal, &rounded, sizeof(subnormal));
+  uint32_t result = magnitude < 0x38800000u ? subnormal : normal;
+  result = result > 0x477fe000u ? 0x7f800000u : result;  // above 65504: inf
+  result = magnitude > 0x7f800000u ? 0x7fc00000u : result;  // NaN: the quiet NaN
+  return result | sign;
+}
+
+// Built for the widest vector unit the machine has (the library's flags name none), picked at load time.
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3")))
+void RoundRange(const float* in, float* out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, in + i, sizeof(bits));
+    bits = RoundBitsToFloat16(bits);
+    std::memcpy(out + i, &bits, sizeof(bits));
+  }
+}
+
+class RoundToFloat16Op : public OpKernel {
+ public:
+  explicit RoundToFloat16Op(OpKernelConstruction* context) : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& x = context->input(0);
+    Tensor* y = nullptr;
+    // The round trip is usually its input's only reader: then it rounds that buffer in place.
+    OP_REQUIRES_OK(context, context->forward_input_or_allocate_output({0}, 0, x.shape(), &y));
+    const float* in = x.flat<float>().data();
+    float* out = y->flat<float>().data();
+    const int64_t size = x.NumElements();
+    auto* workers = context->device()->tensorflow_cpu_worker_threads()->workers;
+    // About a nanosecond per value: shard only what is worth a thread.
+    workers->ParallelFor(size, /*cost_per_unit=*/2, [in, out](int64_t begin, int64_t end) {
+      RoundRange(in, out, begin, end);
+    });
+  }
+};
+
 }  // namespace
 }  // namespace npu_sim_bridge
 
@@ -135,3 +198,11 @@ NPU_SIM_REGISTER(Eigen::half)
 NPU_SIM_REGISTER(Eigen::bfloat16)
 NPU_SIM_REGISTER(float)
 NPU_SIM_REGISTER(double)
+
+REGISTER_OP("NpuSimRoundToFloat16")
+    .Input("x: float")
+    .Output("y: float")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
+
+REGISTER_KERNEL_BUILDER(Name("NpuSimRoundToFloat16").Device(tensorflow::DEVICE_CPU),
+                        npu_sim_bridge::RoundToFloat16Op);

@@ -326,9 +326,9 @@ def overflow_kind(node) -> str:
 
 
 def _is_inserted_cast(node) -> bool:
-    from npu_sim_bridge.passes.precision.marks import is_inserted
+    from npu_sim_bridge.passes.precision.marks import is_inserted_conversion
 
-    return node.op == "Cast" and is_inserted(node)
+    return is_inserted_conversion(node)
 
 
 def _output_ranks(node) -> dict[int, int | None]:

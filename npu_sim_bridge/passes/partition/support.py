@@ -11,6 +11,7 @@ from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
+from npu_sim_bridge.passes.precision.marks import ROUND_OP
 
 WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"
 
@@ -130,6 +131,8 @@ def device_op_list(node, ctx):
     if ctx.ops_library.device_supported(node.op, mix_compile=ctx.mix_compile):
         return None
     base = fused_base_op(node)  # made by the fusion pass: runs where the op it fused runs
+    if node.op == ROUND_OP:  # the float16 emulation's rounding: runs where the Casts it stands for run
+        base = "Cast"
     if base is not None and ctx.ops_library.device_supported(base, mix_compile=ctx.mix_compile):
         return None
     reason = f"host: op type {node.op} is not in the device op list"

@@ -3,7 +3,9 @@
 Where a tensor's dtype changes between producer and consumer, one Cast per producer output and target
 dtype is inserted right after the producer (so it stays in the producer's while frame) and shared by
 every consumer. Names are deterministic: `<producer>/NpuSimCast_<port>_<dtype>`, and for the second
-half of a round trip `<producer>/NpuSimRound_<port>_<dtype>`.
+half of a round trip `<producer>/NpuSimRound_<port>_<dtype>`. With `round_kernel` a float16 round
+trip is instead one `NpuSimRoundToFloat16` node of that second name (native/npu_ops.cc: one memory
+pass, in place when it may, bit for bit what the two Casts give, overflow to inf included).
 
 Execution of lowered ops (`sim_fp16_execution`):
 - native: the op's type attrs become float16 (or bfloat16); Casts sit at the dtype boundaries.
@@ -29,8 +31,8 @@ from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
 from npu_sim_bridge.passes.precision import ports
-from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, PLUMBING, Plan
-from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, MARK_ATTR, ORIG_PREFIX
+from npu_sim_bridge.passes.precision.decide import FIXED, FP16, FP32, GRAY, PLUMBING, Plan
+from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, MARK_ATTR, ORIG_PREFIX, ROUND_OP
 
 
 # Ops whose float32 result on float16-representable inputs is itself representable in float16: they
@@ -48,8 +50,10 @@ EXACT_OPS = frozenset({
 class Rewriter:
     """Rewrites one graph (or function body) as its Plans say."""
 
-    def __init__(self, view, plans: dict[str, Plan], low: int, emulate: bool, mark: str, functions=None):
+    def __init__(self, view, plans: dict[str, Plan], low: int, emulate: bool, mark: str, functions=None,
+                 round_kernel: bool = False):
         self.view = view
+        self.round_kernel = round_kernel
         self.mark = mark
         self.plans = plans
         self.low = low
@@ -246,25 +250,29 @@ class Rewriter:
             return None
         if have in ports.LOW_TYPES or want in ports.LOW_TYPES or have != want:
             return self._cast(ref, have, want)
+        if self.round_kernel and self.low == FP16 and have == FP32:
+            return self._cast(ref, FP32, FP32, kind="round", op=ROUND_OP)
         first = self._cast(ref, have, self.low)
         return self._cast(ref, self.low, want, source=first, kind="round")
 
     def _cast(self, ref: TensorRef, src: int, dst: int, source: TensorRef | None = None,
-              kind: str = "cast") -> TensorRef:
+              kind: str = "cast", op: str = "Cast") -> TensorRef:
+        """A Cast (or, with op=ROUND_OP, a float16 rounding kernel) of `source or ref`, shared per tensor."""
         key = (ref, dst, kind)
         made = self.created.get(key)
         if made is not None:
             return made
         label = "NpuSimRound" if kind == "round" else "NpuSimCast"
-        dtype = ports.dtype_name(src if kind == "round" else dst)
+        dtype = ports.dtype_name(FP16 if op == ROUND_OP else src if kind == "round" else dst)
         name = self.view.unique_name(f"{ref.node}/{label}_{ref.port}_{dtype}")
-        node = node_def_pb2.NodeDef(name=name, op="Cast", input=[format_input(source or ref)])
+        node = node_def_pb2.NodeDef(name=name, op=op, input=[format_input(source or ref)])
         producer = self.view.get(ref.node)
         if producer is not None and producer.device:
             node.device = producer.device
-        node.attr["SrcT"].type = src
-        node.attr["DstT"].type = dst
-        node.attr["Truncate"].b = False
+        if op == "Cast":
+            node.attr["SrcT"].type = src
+            node.attr["DstT"].type = dst
+            node.attr["Truncate"].b = False
         node.attr[MARK_ATTR].s = self.mark.encode()
         node.attr[INSERTED_ATTR].b = True
         self.view.add_node(node)

@@ -41,7 +41,7 @@ from npu_sim_bridge.errors import ConfigError, UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
-from npu_sim_bridge.passes.precision.marks import ORIG_PREFIX, is_inserted
+from npu_sim_bridge.passes.precision.marks import ORIG_PREFIX, is_inserted_conversion
 
 FP32, FP16, BF16 = types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16
 
@@ -182,7 +182,7 @@ class Decider:
         kind = self.library.not_compute_kind(node.op)
         has_ref = sig.reads_variable
 
-        if node.op == "Cast" and is_inserted(node):
+        if is_inserted_conversion(node):
             plan.role, plan.reason = INSERTED, "inserted by the precision pass"
             return plan
         if node.op == "Cast":

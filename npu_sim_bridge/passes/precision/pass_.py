@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from npu_sim_bridge.errors import ConfigError
+from npu_sim_bridge.errors import ConfigError, NativeBuildError
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.precision import casts, marks, ports
 from npu_sim_bridge.passes.precision import functions as fn
-from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of
+from npu_sim_bridge.passes.precision.decide import FIXED, FP16, FP32, GRAY, Decider, mode_info, name_of
 from npu_sim_bridge.passes.precision.lists import build_lists
 from npu_sim_bridge.report.model import NodeDecision
 
@@ -60,13 +60,15 @@ class PrecisionPass(GraphPass):
         ctx.cache[NPU_DTYPES_CACHE] = NpuPortDtypes(plans)
         _fill_report(report, plans, prefix="")
         rewriter = None
+        round_kernel = rewrite and _round_kernel(ctx, mode)
         if rewrite:
-            rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions)
+            rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
             rewriter.apply()
             rewriter.check_types()
             _report_inserted(report, rewriter, prefix="")
         totals.add(plans, rewriter)
-        bodies = self._functions(view, report, library, lists, mode, setting, functions, totals, rewrite)
+        bodies = self._functions(view, report, library, lists, mode, setting, functions, totals, rewrite,
+                                 round_kernel)
         view.compact()
 
         stats = {
@@ -79,6 +81,8 @@ class PrecisionPass(GraphPass):
             "nodes_retyped": totals.retyped,
             "function_bodies": bodies,
         }
+        if rewrite and mode.emulate:
+            stats["rounding"] = "kernel" if round_kernel else "cast"
         if lists.mixlist is not None:
             stats["mixlist_overrides"] = len(lists.overrides)
         if not rewrite:
@@ -87,7 +91,8 @@ class PrecisionPass(GraphPass):
             stats["already_rewritten"] = True
         return PassResult(changed=bool(totals.casts or totals.retyped), stats=stats)
 
-    def _functions(self, view, report, library, lists, mode, setting, functions, totals, rewrite) -> int:
+    def _functions(self, view, report, library, lists, mode, setting, functions, totals, rewrite,
+                   round_kernel=False) -> int:
         """Decide (and when `rewrite`, rewrite) the bodies of the functions the graph calls."""
         count = 0
         for fname in fn.reachable_functions(view, functions):
@@ -104,7 +109,7 @@ class PrecisionPass(GraphPass):
             if not rewrite:
                 totals.add(plans, None)
                 continue
-            rewriter = casts.Rewriter(body_view, plans, mode.low, mode.emulate, setting, functions)
+            rewriter = casts.Rewriter(body_view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
             rewriter.apply()
             results = dict(body.results)
             dtypes = body.result_dtypes()
@@ -201,9 +206,35 @@ def _fill_report(report, plans, prefix: str) -> None:
             record.add_reason(plan.reason)
 
 
+def _round_kernel(ctx, mode) -> bool:
+    """Whether this rewrite emits each float16 round trip as one NpuSimRoundToFloat16 kernel.
+
+    sim_fp16_rounding: kernel, cast (two Casts), or auto (the default): the kernel where the graph runs
+    in this process (a Session's Grappler run, which loads the op library), Casts in offline rewrites,
+    whose GraphDef may be run by a TensorFlow without the simulator's op library.
+    """
+    if not mode.emulate or mode.low != FP16:
+        return False
+    choice = ctx.options.get("sim_fp16_rounding") or "auto"
+    if choice == "cast" or (choice == "auto" and ctx.item.id == "offline"):
+        return False
+    try:
+        from npu_sim_bridge.native.build import load_npu_ops
+
+        load_npu_ops()
+    except NativeBuildError as err:
+        if choice == "kernel":
+            raise
+        ctx.report.warn(f"sim_fp16_rounding auto: float16 round trips are Cast pairs (the same values, "
+                        f"slower) because the rounding kernel could not be loaded: {err}")
+        return False
+    return True
+
+
 def _report_inserted(report, rewriter, prefix: str) -> None:
     for name, source, src, dst, kind in rewriter.inserted:
         what = "float16 round trip" if kind == "round" else "Cast"
+        op = marks.ROUND_OP if kind == "round" and src == dst else "Cast"
         report.nodes[prefix + name] = NodeDecision(
-            name=prefix + name, op="Cast", dtype_before=name_of(src), dtype_after=name_of(dst),
+            name=prefix + name, op=op, dtype_before=name_of(src), dtype_after=name_of(dst),
             reason=f"inserted by precision: {what} of {source}")
