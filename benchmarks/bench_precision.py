@@ -57,8 +57,8 @@ def optimize_config(which: str) -> config_pb2.ConfigProto:
         custom.name = "NpuOptimizer"
         custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
         # npu_none: no pass at all, the floor any Python pass starts from (GraphDef to Python and back,
-        # validation, report, stamps).
-        custom.parameter_map["sim_passes"].s = b"none" if which == "npu_none" else b"precision"
+        # validation, report, stamps); npu_all: the whole default pipeline.
+        custom.parameter_map["sim_passes"].s = {"npu_none": b"none", "npu_all": b"all"}.get(which, b"precision")
     return config
 
 

@@ -1,0 +1,215 @@
+"""The speed figures of the simulation side by side in one run: step time of emulated float16, rewrite time.
+
+Rows (each ratio measured interleaved: A and B alternate within every repeat, so load on the machine
+hits both alike; printed as the median over repeats and the range):
+
+1. Small CNN training step (batch 32), allow_mix_precision with sim_fp16_execution=emulate / plain
+   float32, on two session configurations, each with the same session options on both sides:
+   - user: a hand-built ConfigProto naming NpuOptimizer (Grappler's remapper on), as the seed scripts
+     write it; plain is ConfigProto();
+   - npu_config_proto: the same ConfigProto passed through npu_config_proto (remapper and memory
+     optimizer off); plain is that ConfigProto without the NpuOptimizer.
+   Columns: the float16 rounding as one NpuSimRoundToFloat16 kernel (sim_fp16_rounding=kernel, what a
+   Session uses now) and as the two Casts it replaced (sim_fp16_rounding=cast, the rounding before).
+2. ResNet-50 training MetaGraph, one Grappler iteration, through the OptimizeGraph harness of
+   bench_precision.py with only that optimizer enabled: the precision pass (sim_passes=precision) /
+   TensorFlow's auto_mixed_precision_cpu, and the whole default pipeline (sim_passes=all) / the same.
+   Grappler runs only the optimizer named there, so the remapper setting does not enter these rows.
+   With --profile: the step time per op type (TensorFlow step stats of 10 traced steps), plain vs
+   kernel, to show where the rest of the cost is.
+3. The model sweep's step ratio (allow_mix_precision / plain) per model, when the model sweep
+   (npu_sim_bridge.testing.sweep, benchmarks/bench_models.py) is present.
+
+Run:  python benchmarks/bench_speed.py [--quick] [--only steps|rewrite|models] [--profile] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+from tensorflow.core.protobuf import config_pb2  # noqa: E402
+from tensorflow.python.grappler import tf_optimizer  # noqa: E402
+
+import bench_precision  # noqa: E402  (the OptimizeGraph harness; it also registers NpuOptimizer)
+from npu_sim_bridge.runtime.session import npu_config_proto  # noqa: E402
+from npu_sim_bridge.testing import models  # noqa: E402
+
+tf.compat.v1.disable_eager_execution()
+
+
+def ratio_text(ratios: list[float], target: float | None = None) -> str:
+    text = f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+    return text + (f" target <= {target:.2f}" if target is not None else "")
+
+
+# ------------------------------------------------------------------------------------ step time
+def step_config(setting: str, kind: str) -> config_pb2.ConfigProto:
+    """setting: user | npu_config_proto; kind: plain | kernel | cast (the rounding of the emulation)."""
+    config = config_pb2.ConfigProto()
+    custom = config.graph_options.rewrite_options.custom_optimizers.add()
+    custom.name = "NpuOptimizer"
+    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    custom.parameter_map["sim_fp16_rounding"].s = kind.encode() if kind != "plain" else b"auto"
+    if setting == "npu_config_proto":
+        config = npu_config_proto(config)
+    if kind == "plain":  # the same session options, without the NpuOptimizer
+        del config.graph_options.rewrite_options.custom_optimizers[:]
+    return config
+
+
+def step_ratios(setting: str, rounds: int, steps: int, batch: int = 32) -> dict[str, list[float]]:
+    """Per round, median step time of kernel and cast over plain; the three Sessions alternate step by step."""
+    x, y = models.small_cnn_dataset(batch * 4, seed=0)
+    sessions = {}
+    for kind in ("plain", "kernel", "cast"):
+        model = models.small_cnn(batch_size=batch)
+        sess = tf.compat.v1.Session(graph=model.graph, config=step_config(setting, kind))
+        sess.run(model.init_op)
+        fetch = [model.loss, model.train_op]
+        feed = {model.inputs["images"]: x[:batch], model.inputs["labels"]: y[:batch]}
+        for _ in range(3):
+            sess.run(fetch, feed)
+        sessions[kind] = (sess, fetch, feed)
+    ratios: dict[str, list[float]] = {"kernel": [], "cast": [], "plain_ms": []}
+    for _ in range(rounds):
+        times = {kind: [] for kind in sessions}
+        for _ in range(steps):
+            for kind, (sess, fetch, feed) in sessions.items():
+                started = time.perf_counter()
+                sess.run(fetch, feed)
+                times[kind].append(time.perf_counter() - started)
+        plain = statistics.median(times["plain"])
+        ratios["plain_ms"].append(plain * 1000)
+        for kind in ("kernel", "cast"):
+            ratios[kind].append(statistics.median(times[kind]) / plain)
+    for sess, _, _ in sessions.values():
+        sess.close()
+    return ratios
+
+
+def op_type_times(setting: str, kind: str, steps: int = 10, batch: int = 32) -> collections.Counter:
+    """Microseconds per training step by executed op type (a GeOp's call is left out: its body's ops count)."""
+    x, y = models.small_cnn_dataset(batch * 4, seed=0)
+    model = models.small_cnn(batch_size=batch)
+    totals: collections.Counter = collections.Counter()
+    trace = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    with tf.compat.v1.Session(graph=model.graph, config=step_config(setting, kind)) as sess:
+        sess.run(model.init_op)
+        feed = {model.inputs["images"]: x[:batch], model.inputs["labels"]: y[:batch]}
+        for step in range(steps + 3):
+            metadata = tf.compat.v1.RunMetadata()
+            sess.run([model.loss, model.train_op], feed, options=trace, run_metadata=metadata)
+            if step < 3:
+                continue
+            for device in metadata.step_stats.dev_stats:
+                for stats in device.node_stats:
+                    label = stats.timeline_label
+                    op = label.split(" = ", 1)[1].split("(", 1)[0] if " = " in label else ""
+                    if op and op not in ("StatefulPartitionedCall", "PartitionedCall"):
+                        totals[op] += stats.all_end_rel_micros / steps
+    return totals
+
+
+def profile(setting: str) -> None:
+    plain, sim = op_type_times(setting, "plain"), op_type_times(setting, "kernel")
+    print(f"  {setting}: step time by op type, us per step (sum of kernel times; 2 cores run some at once)")
+    print(f"    {'op type':<36} {'plain':>8} {'emulate':>8} {'diff':>8}")
+    for op in sorted(set(plain) | set(sim), key=lambda o: -abs(sim[o] - plain[o]))[:14]:
+        print(f"    {op:<36} {plain[op]:8.0f} {sim[op]:8.0f} {sim[op] - plain[op]:+8.0f}")
+    print(f"    {'all':<36} {sum(plain.values()):8.0f} {sum(sim.values()):8.0f} "
+          f"{sum(sim.values()) - sum(plain.values()):+8.0f}")
+
+
+def step_time(args) -> None:
+    print(f"(1) small CNN training step, allow_mix_precision (emulate) / plain float32, batch 32 "
+          f"({args.rounds} rounds of {args.steps} interleaved steps; median (range) of the per-round ratios)")
+    for setting, target in (("user", 1.10), ("npu_config_proto", 1.05)):
+        ratios = step_ratios(setting, args.rounds, args.steps)
+        print(f"  {setting:<17} float32 {statistics.median(ratios['plain_ms']):6.2f} ms | "
+              f"rounding kernel {ratio_text(ratios['kernel'], target)} | "
+              f"Cast round trips (before) {ratio_text(ratios['cast'])}", flush=True)
+    if args.profile:
+        for setting in ("user", "npu_config_proto"):
+            profile(setting)
+
+
+# ------------------------------------------------------------------------------------ rewrite time
+def rewrite_time(args) -> None:
+    model = models.resnet50(batch_size=2, image_size=64 if args.quick else 224)
+    meta = model.meta_graph_def()
+    configs = {which: bench_precision.optimize_config(which) for which in ("tf_amp", "npu", "npu_all", "npu_none")}
+    times = {which: [] for which in configs}
+    for _ in range(args.repeats):
+        for which, config in configs.items():
+            started = time.perf_counter()
+            tf_optimizer.OptimizeGraph(config, meta)
+            times[which].append(time.perf_counter() - started)
+    nodes = len(meta.graph_def.node)
+    ms = {which: statistics.median(values) * 1000 for which, values in times.items()}
+    print(f"(2) rewrite time, ResNet-50 training MetaGraph ({nodes} nodes), one Grappler iteration, "
+          f"{args.repeats} interleaved repeats (median ms; ratio median (range) per repeat)")
+
+    def row(label, which, target):
+        ratios = [a / b for a, b in zip(times[which], times["tf_amp"])]
+        print(f"  {label:<54} {ms[which]:6.0f} ms vs {ms['tf_amp']:6.0f} ms  {ratio_text(ratios, target)}")
+
+    row("precision pass / auto_mixed_precision_cpu", "npu", 1.0)
+    row("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.5)
+    row("no pass at all (the floor) / auto_mixed_precision_cpu", "npu_none", None)
+
+
+# ------------------------------------------------------------------------------------ model sweep
+def model_sweep(args) -> None:
+    try:
+        from npu_sim_bridge.testing import sweep, zoo
+    except ImportError:
+        print("(3) model sweep: not on this branch (npu_sim_bridge.testing.sweep, from benchmarks/bench_models.py, "
+              "is missing); no model rows")
+        return
+    builders = zoo.sweep_builders()
+    names = [n for n in args.models.split(",") if n] or list(builders)
+    print(f"(3) model sweep step ratio, allow_mix_precision / plain ({args.sweep_steps} steps each)")
+    for remapping in (True, False):
+        for name in names:
+            try:
+                row = sweep.measure(name, builders[name], steps=args.sweep_steps, remapping=remapping)
+                figure = f"{row.step_ratio:5.2f}x"
+            except Exception as err:  # one model that fails is a row, not the end of the benchmark
+                figure = f"failed: {type(err).__name__}: {str(err).splitlines()[0][:120]}"
+            setting = "user (remapper on)" if remapping else "npu_config_proto"
+            print(f"  {setting:<19} {name:<24} {figure}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats and a smaller ResNet-50 input")
+    parser.add_argument("--only", choices=("steps", "rewrite", "models"), help="run one part only")
+    parser.add_argument("--repeats", type=int, help="rewrite repeats (default 5, quick 2)")
+    parser.add_argument("--rounds", type=int, help="step-time rounds (default 7, quick 3)")
+    parser.add_argument("--steps", type=int, help="steps per kind and round (default 15, quick 5)")
+    parser.add_argument("--profile", action="store_true", help="also the step time per op type")
+    parser.add_argument("--models", default="", help="model sweep: comma-separated names (default: all)")
+    parser.add_argument("--sweep-steps", type=int, default=3, help="model sweep: steps per run")
+    args = parser.parse_args()
+    args.repeats = args.repeats or (2 if args.quick else 5)
+    args.rounds = args.rounds or (3 if args.quick else 7)
+    args.steps = args.steps or (5 if args.quick else 15)
+    if args.only in (None, "steps"):
+        step_time(args)
+    if args.only in (None, "rewrite"):
+        rewrite_time(args)
+    if args.only in (None, "models"):
+        model_sweep(args)
+
+
+if __name__ == "__main__":
+    main()
