@@ -40,6 +40,8 @@ from tensorflow.core.protobuf import config_pb2  # noqa: E402
 from tensorflow.python.grappler import tf_optimizer  # noqa: E402
 
 import bench_precision  # noqa: E402  (the OptimizeGraph harness; it also registers NpuOptimizer)
+from npu_sim_bridge.config import from_dict  # noqa: E402
+from npu_sim_bridge.passes import ItemInfo, run_pipeline  # noqa: E402
 from npu_sim_bridge.runtime.session import npu_config_proto  # noqa: E402
 from npu_sim_bridge.testing import models  # noqa: E402
 
@@ -165,6 +167,24 @@ def rewrite_time(args) -> None:
     row("precision pass / auto_mixed_precision_cpu", "npu", 1.0)
     row("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.5)
     row("no pass at all (the floor) / auto_mixed_precision_cpu", "npu_none", None)
+    pipeline_breakdown(model, args.repeats)
+
+
+def pipeline_breakdown(model, repeats: int) -> None:
+    """Where the whole pipeline's time goes, in process: median ms per pass (each with the validation
+    after it); the rest is the GraphDef copy, the input graph's check, the stamps and the output."""
+    options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "all"})
+    item = ItemInfo(id="bench", fetch=tuple(model.fetch_names()))
+    graph_def = model.graph_def()
+    totals, passes = [], collections.defaultdict(list)
+    for _ in range(repeats):
+        report = run_pipeline(graph_def, options, item, remember=False).report
+        totals.append(report.seconds * 1000)
+        for record in report.passes:
+            passes[record.name].append(record.seconds * 1000)
+    parts = ", ".join(f"{name} {statistics.median(values):.0f}" for name, values in passes.items())
+    rest = statistics.median(totals) - sum(statistics.median(values) for values in passes.values())
+    print(f"  in-process pipeline {statistics.median(totals):.0f} ms: {parts}, the rest {rest:.0f} (ms, medians)")
 
 
 # ------------------------------------------------------------------------------------ model sweep
