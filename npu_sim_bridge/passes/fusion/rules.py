@@ -16,6 +16,7 @@ as with Grappler's remapper); the others are removed. Graph fusion rules run bef
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from tensorflow.core.framework import attr_value_pb2, types_pb2
 from tensorflow.python.framework import kernels, op_def_registry
@@ -154,6 +155,7 @@ def _list(strings=(), ints=None, types=None) -> attr_value_pb2.AttrValue:
     return value
 
 
+@functools.lru_cache(maxsize=None)  # TensorFlow's kernel list costs 1-10 ms a call; a graph asks per match
 def _has_kernel(op: str, dtype: int, device: str) -> bool:
     device_type = "GPU" if "GPU" in device.upper() else "CPU"
     for kernel in kernels.get_registered_kernels_for_op(op).kernel:
