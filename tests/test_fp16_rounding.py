@@ -144,3 +144,17 @@ def test_offline_rewrites_keep_cast_pairs_unless_asked():
 def test_a_bad_rounding_value_names_the_key_and_the_choices():
     with pytest.raises(ConfigError, match=r"sim_fp16_rounding value 'fast'.*auto, kernel, cast"):
         npu_sim_bridge.rewrite(models.mlp().graph.as_graph_def(), {"sim_fp16_rounding": "fast"})
+
+
+def test_the_gradient_goes_back_through_the_same_rounding_as_through_the_casts():
+    ops = load_npu_ops()
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.constant(np.linspace(-3, 3, 64, dtype=np.float32))
+        upstream = tf.constant(np.linspace(1e-4, 70000.0, 64, dtype=np.float32))  # not float16 values
+        kernel = tf.gradients(ops.npu_sim_round_to_float16(x), x, grad_ys=upstream)[0]
+        casts = tf.gradients(tf.cast(tf.cast(x, tf.float16), tf.float32), x, grad_ys=upstream)[0]
+    with tf.compat.v1.Session(graph=graph) as sess:
+        kernel, casts = sess.run([kernel, casts])
+    np.testing.assert_array_equal(kernel, casts)
+    assert np.isinf(kernel[-1])  # 70000 overflows float16 on the way back too

@@ -4,6 +4,7 @@ lists.py   the effective white/black/gray lists (operator library + modify_mixli
 ports.py   the typed data ports of a node (which type attr sets each input and output dtype)
 decide.py  per-node decisions for each precision mode, the gray rule and its fixed point
 casts.py   applying the decisions: type attrs, Casts, float16 round trips
+rounding.py  when a round trip is one NpuSimRoundToFloat16 kernel (sim_fp16_rounding), its gradient
 marks.py   the attrs that mark what the pass inserted or retyped
 functions.py  the bodies of functional While/If and function calls
 pass_.py   the GraphPass named "precision"

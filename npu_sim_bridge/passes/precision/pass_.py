@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from npu_sim_bridge.errors import ConfigError, NativeBuildError
+from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.precision import casts, marks, ports
+from npu_sim_bridge.passes.precision import casts, marks, ports, rounding
 from npu_sim_bridge.passes.precision import functions as fn
-from npu_sim_bridge.passes.precision.decide import FIXED, FP16, FP32, GRAY, Decider, mode_info, name_of
+from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of
 from npu_sim_bridge.passes.precision.lists import build_lists
 from npu_sim_bridge.report.model import NodeDecision
 
@@ -60,7 +60,7 @@ class PrecisionPass(GraphPass):
         ctx.cache[NPU_DTYPES_CACHE] = NpuPortDtypes(plans)
         _fill_report(report, plans, prefix="")
         rewriter = None
-        round_kernel = rewrite and _round_kernel(ctx, mode)
+        round_kernel = rewrite and rounding.uses_kernel(ctx, mode)
         if rewrite:
             rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
             rewriter.apply()
@@ -204,31 +204,6 @@ def _fill_report(report, plans, prefix: str) -> None:
             record.dtype_before, record.dtype_after = name_of(plan.orig), name_of(plan.npu)
         if plan.reason:
             record.add_reason(plan.reason)
-
-
-def _round_kernel(ctx, mode) -> bool:
-    """Whether this rewrite emits each float16 round trip as one NpuSimRoundToFloat16 kernel.
-
-    sim_fp16_rounding: kernel, cast (two Casts), or auto (the default): the kernel where the graph runs
-    in this process (a Session's Grappler run, which loads the op library), Casts in offline rewrites,
-    whose GraphDef may be run by a TensorFlow without the simulator's op library.
-    """
-    if not mode.emulate or mode.low != FP16:
-        return False
-    choice = ctx.options.get("sim_fp16_rounding") or "auto"
-    if choice == "cast" or (choice == "auto" and ctx.item.id == "offline"):
-        return False
-    try:
-        from npu_sim_bridge.native.build import load_npu_ops
-
-        load_npu_ops()
-    except NativeBuildError as err:
-        if choice == "kernel":
-            raise
-        ctx.report.warn(f"sim_fp16_rounding auto: float16 round trips are Cast pairs (the same values, "
-                        f"slower) because the rounding kernel could not be loaded: {err}")
-        return False
-    return True
 
 
 def _report_inserted(report, rewriter, prefix: str) -> None:
