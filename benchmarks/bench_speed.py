@@ -17,8 +17,9 @@ hits both alike; printed as the median over repeats and the range):
    Grappler runs only the optimizer named there, so the remapper setting does not enter these rows.
    With --profile: the step time per op type (TensorFlow step stats of 10 traced steps), plain vs
    kernel, to show where the rest of the cost is.
-3. The model sweep's step ratio (allow_mix_precision / plain) per model, when the model sweep
-   (npu_sim_bridge.testing.sweep, benchmarks/bench_models.py) is present.
+3. The model sweep's step ratio (allow_mix_precision / plain, the sweep's own mean step times, not
+   interleaved) per model, remapper on and off, when the model sweep (npu_sim_bridge.testing.sweep,
+   benchmarks/bench_models.py) is present; a few models by default, --models all for every one.
 
 Run:  python benchmarks/bench_speed.py [--quick] [--only steps|rewrite|models] [--profile] [--repeats N]
 """
@@ -196,7 +197,11 @@ def model_sweep(args) -> None:
               "is missing); no model rows")
         return
     builders = zoo.sweep_builders()
-    names = [n for n in args.models.split(",") if n] or list(builders)
+    names = list(builders) if args.models == "all" else [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in builders]
+    if unknown:
+        print(f"(3) model sweep: unknown models {', '.join(unknown)}; known: {', '.join(builders)}")
+        return
     print(f"(3) model sweep step ratio, allow_mix_precision / plain ({args.sweep_steps} steps each)")
     for remapping in (True, False):
         for name in names:
@@ -217,8 +222,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="step-time rounds (default 7, quick 3)")
     parser.add_argument("--steps", type=int, help="steps per kind and round (default 15, quick 5)")
     parser.add_argument("--profile", action="store_true", help="also the step time per op type")
-    parser.add_argument("--models", default="", help="model sweep: comma-separated names (default: all)")
-    parser.add_argument("--sweep-steps", type=int, default=3, help="model sweep: steps per run")
+    parser.add_argument("--models", default="tf1_batchnorm_cnn,keras_cnn,MobileNetV2,bert_small",
+                        help="model sweep: comma-separated names, or all (each takes about a minute)")
+    parser.add_argument("--sweep-steps", type=int, default=10, help="model sweep: steps per run")
     args = parser.parse_args()
     args.repeats = args.repeats or (2 if args.quick else 5)
     args.rounds = args.rounds or (3 if args.quick else 7)
