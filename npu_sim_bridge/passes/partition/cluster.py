@@ -24,19 +24,19 @@ from typing import Callable, NamedTuple
 from tensorflow.core.framework import types_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
-from npu_sim_bridge.graph.control_flow import MERGE_OPS, SWITCH_OPS, Frames
+from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
-from npu_sim_bridge.graph.validate import BACK_EDGE_OPS
+from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, MERGE_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS, SWITCH_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.passes.partition.support import BOUNDARY_DTYPES, VARIABLE_OPS
+from npu_sim_bridge.graph.op_categories import VARIABLE_OPS
+from npu_sim_bridge.passes.partition.support import BOUNDARY_DTYPES
 
 HOST = "host"
 DEVICE = "device"
 _EMPTY = frozenset()
 _INF = float("inf")
 # Ops that do no arithmetic: a segment made only of them is not worth a GeOp.
-BOOKKEEPING_OPS = frozenset({"Identity", "IdentityN", "NoOp", "Snapshot", "StopGradient"})
 
 
 @dataclasses.dataclass

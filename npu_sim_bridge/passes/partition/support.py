@@ -9,26 +9,15 @@ from tensorflow.core.framework import function_pb2, node_def_pb2, types_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
+    CHECKPOINT_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
+    is_queue, is_summary)
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
 
 WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"
 
-GRAPH_INPUT_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
-RUNTIME_OPS = frozenset({"_Arg", "_Retval", "_Recv", "_Send", "_HostRecv", "_HostSend",
-                         "_DeviceArg", "_DeviceRetval"})
-PY_FUNC_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
-CHECKPOINT_OPS = frozenset({
-    "SaveV2", "Save", "SaveSlices", "RestoreV2", "Restore", "RestoreSlice", "MergeV2Checkpoints",
-    "ShardedFilename", "ShardedFilespec", "ReadFile", "WriteFile", "MatchingFiles",
-})
-VARIABLE_OPS = frozenset({
-    "VarHandleOp", "_VarHandlesOp", "VariableV2", "Variable", "TemporaryVariable", "DestroyTemporaryVariable",
-    "HashTable", "HashTableV2", "MutableHashTable", "MutableHashTableV2", "MutableHashTableOfTensors",
-    "MutableHashTableOfTensorsV2", "MutableDenseHashTable", "MutableDenseHashTableV2",
-})
-# String tensors these ops take or give carry no string computation (messages, constants).
-STRING_CARRIERS = frozenset({"Const", "Assert", "Identity", "NoOp"})
+STRING_CARRIERS = STRING_CARRIER_OPS
 # Tensors of these dtypes may not cross a GeOp boundary (resource handles only from variable ops).
 BOUNDARY_DTYPES = {types_pb2.DT_STRING: "string", types_pb2.DT_VARIANT: "variant",
                    types_pb2.DT_RESOURCE: "resource"}
@@ -83,19 +72,19 @@ def checkpoint_io(node, ctx):
 
 
 def summary(node, ctx):
-    if "Summary" in node.op:
+    if is_summary(node.op):
         return f"host: summary op {node.op} runs on the host"
     return None
 
 
 def data_input(node, ctx):
-    if "Dataset" in node.op or "Iterator" in node.op:
+    if is_data_input(node.op):
         return f"host: dataset/iterator op {node.op} runs on the host"
     return None
 
 
 def queue(node, ctx):
-    if "Queue" in node.op or node.op.startswith("Barrier") or node.op in ("Stage", "Unstage", "MapStage"):
+    if is_queue(node.op):
         return f"host: queue op {node.op} runs on the host"
     return None
 
