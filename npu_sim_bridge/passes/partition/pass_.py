@@ -21,7 +21,7 @@ from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
 from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.partition import cluster, support
+from npu_sim_bridge.passes.partition import bridges, cluster, ref_variables, support
 from npu_sim_bridge.report.model import NodeDecision
 
 GEOP_ATTR = "_npu_sim_geop"            # on a call node: the name of its GeOp
@@ -215,10 +215,13 @@ class PartitionPass(GraphPass):
             if decision.placement != cluster.HOST:
                 decision.placement = cluster.HOST
                 decision.add_reason(reason)
+        bridged = _bridge(ctx, proposal, functions)
+        mirrored = ref_variables.mirror_ref_variables(ctx.view, proposal.segments)
         geops = self._outline_segments(ctx, proposal, functions)
         self._warn_full_sink(ctx, proposal, geops, inherent)
         return PassResult(changed=bool(geops), stats={
             "geops": len(geops), "device_nodes": sum(len(nodes) for nodes in proposal.segments),
+            "cond_bridges": bridged, "ref_variable_copies": mirrored,
             "host_nodes": len(proposal.host)})
 
     def _outline_segments(self, ctx: PassContext, proposal: cluster.Proposal, functions) -> list[str]:
@@ -264,6 +267,25 @@ class PartitionPass(GraphPass):
             f"{len(notable)} nodes stay on the host ({listed}); enable mixed compute with "
             "parameter_map['mix_compile_mode'].b = True (NPURunConfig(mix_compile_mode=True)) so that "
             "the host runs them by design; the report gives each node's reason")
+
+
+def _bridge(ctx: PassContext, proposal: cluster.Proposal, functions) -> int:
+    """Let the v1 cond tensors the segments cut cross live (see bridges.py); returns how many edges."""
+    segment_of = {name: index for index, nodes in enumerate(proposal.segments) for name in nodes}
+    wanted = [b for b in proposal.bridges if segment_of.get(b.producer) != segment_of.get(b.consumer)]
+    if not wanted:
+        return 0
+    kinds = cluster.EdgeKinds(ctx.view, functions)
+    added = bridges.apply_bridges(ctx.view, wanted, segment_of,
+                                  lambda producer, port: kinds.dtype(producer, port, ""))
+    for name, index in added.items():
+        decision = _decision(ctx, name)
+        if index is None:
+            decision.placement = cluster.HOST
+            decision.add_reason("host: carries a v1 cond branch tensor live across a GeOp boundary")
+        else:
+            proposal.segments[index].append(name)
+    return len(wanted)
 
 
 def _free_graph_number(view, functions, count: int) -> int:
