@@ -58,7 +58,7 @@ def _xent(logits, labels, num_classes):
 
 
 # --------------------------------------------------------------------------- Keras applications
-def keras_application(name: str, image_size: int = 32, batch_size: int = 2, num_classes: int = 10,
+def keras_application(name: str, image_size: int = 32, batch_size: int = 8, num_classes: int = 10,
                       seed: int = 0, **kwargs) -> ModelGraph:
     """`tf.keras.applications.<name>(weights=None)` as a TF1 training graph, the learning phase fed True."""
     with tf1_graph_mode(ref_variables=False), models._building(seed) as graph:

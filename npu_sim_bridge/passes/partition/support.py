@@ -10,7 +10,7 @@ from tensorflow.core.framework import function_pb2, node_def_pb2, types_pb2
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
-    CHECKPOINT_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
+    CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
@@ -121,6 +121,9 @@ def device_op_list(node, ctx):
     base = fused_base_op(node)  # made by the fusion pass: runs where the op it fused runs
     if base is not None and ctx.ops_library.device_supported(base, mix_compile=ctx.mix_compile):
         return None
+    parts = grappler_fused_parts(node)  # made by Grappler before NpuOptimizer: runs where its parts run
+    if parts and all(ctx.ops_library.device_supported(op, mix_compile=ctx.mix_compile) for op in parts):
+        return None
     reason = f"host: op type {node.op} is not in the device op list"
     if node.op.startswith("_Fused"):
         reason += (" (Grappler's remapper made it: turn remapping off, "
@@ -160,6 +163,24 @@ class CandidateTest:
 
 
 # ------------------------------------------------------------------------------------- helpers
+def grappler_fused_parts(node) -> list[str]:
+    """The TF ops a node that Grappler fused stands for (remapper's _Fused* ops, the arithmetic
+    optimizer's _UnaryOpsComposition), base op first; empty for any other node. On the NPU these
+    ops arrive unfused, so the device takes the node when it takes every part."""
+    if node.op == "_UnaryOpsComposition":
+        return [name.decode() for name in node.attr["op_names"].list.s]
+    base = FUSED_BASE_OPS.get(node.op)
+    if base is None:
+        return []
+    fused = [name.decode() for name in node.attr["fused_ops"].list.s] if "fused_ops" in node.attr else []
+    return [base] + [_FUSED_OP_TYPES.get(op, op) for op in fused]
+
+
+# The names remapper writes in `fused_ops` that are not op types.
+_FUSED_OP_TYPES = {"LeakyRelu": "LeakyRelu", "GeluApproximate": "Gelu", "GeluExact": "Gelu",
+                   "FusedBatchNorm": "FusedBatchNormV3"}
+
+
 def _all_ports(node, functions):
     return output_ports(node, functions) + input_ports(node, functions)
 
