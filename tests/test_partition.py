@@ -176,17 +176,23 @@ def test_host_reasons_name_the_rule(npu_config):
     assert report.nodes["kept"].placement == "device" and report.nodes["out"].geop
 
 
-def test_fused_op_reason_says_to_turn_remapping_off():
-    graph = tf.Graph()
-    with graph.as_default():
-        x = v1.placeholder(tf.float32, [2, 2], name="x")
-        tf.identity(tf.sin(x), name="y")
-    graph_def = graph.as_graph_def()
-    graph_def.node[1].op = "_FusedMatMul"  # as Grappler's remapper leaves it when remapping is on
-    graph_def.node[1].attr["T"].type = tf.float32.as_datatype_enum
-    graph_def.node[1].attr["num_args"].i = 0
-    _, report = _rewrite(graph_def, ["y"])
-    assert "remapping = RewriterConfig.OFF" in report.nodes[graph_def.node[1].name].reason
+def test_remapper_fused_op_runs_where_its_parts_run_else_says_to_turn_remapping_off():
+    def rewritten(fused_ops):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = v1.placeholder(tf.float32, [2, 2], name="x")
+            tf.identity(tf.sin(x), name="y")
+        graph_def = graph.as_graph_def()
+        graph_def.node[1].op = "_FusedMatMul"  # as Grappler's remapper leaves it when remapping is on
+        graph_def.node[1].attr["T"].type = tf.float32.as_datatype_enum
+        graph_def.node[1].attr["num_args"].i = 0
+        graph_def.node[1].attr["fused_ops"].list.s.extend(fused_ops)
+        return _rewrite(graph_def, ["y"]).report.nodes[graph_def.node[1].name]
+
+    assert rewritten([b"BiasAdd", b"Relu"]).placement == "device"  # the NPU receives MatMul, BiasAdd, Relu
+    decision = rewritten([b"BiasAdd", b"Polygamma"])
+    assert decision.placement == "host" and "remapping = RewriterConfig.OFF" in decision.reason
+    assert decision.host_reason().code == "host.not_device_op"
 
 
 # ------------------------------------------------------------------------------ segmentation

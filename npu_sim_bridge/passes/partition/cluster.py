@@ -31,6 +31,8 @@ from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_O
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.graph.op_categories import PASS_THROUGH_OPS, makes_passable_variant
 from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
+from npu_sim_bridge.report import reasons
+from npu_sim_bridge.report.reasons import Reason
 from npu_sim_bridge.passes.partition.support import BOUNDARY_DTYPES
 
 HOST = "host"
@@ -44,7 +46,7 @@ READ_REF = "ref read"
 class Proposal:
     """Host reasons of the nodes that stay on the host, and the device segments (node names, in order)."""
 
-    host: dict[str, str]
+    host: dict[str, Reason]
     segments: list[list[str]]
     dropped: list[tuple[list[str], str]] = dataclasses.field(default_factory=list)  # (nodes, why)
     bridges: list[bridges.Bridge] = dataclasses.field(default_factory=list)  # cond tensors crossing live
@@ -203,7 +205,7 @@ class EdgeKinds:
         return types_pb2.DT_INVALID, False
 
 
-def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, str], *,
+def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, Reason], *,
             kinds: EdgeKinds, is_compute: Callable[[str], bool], sink_all: bool) -> Proposal:
     """Segments for the nodes not in `host` (node -> reason); `host` is not modified.
 
@@ -228,8 +230,7 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, s
                 if units.frame[unit]:
                     split.add(units.frame[unit])
                     for name in units.nodes[unit]:
-                        host.setdefault(name, f"host: v1 while frame {units.frame[unit]} is tangled in a "
-                                              "cycle with nodes outside it")
+                        host.setdefault(name, reasons.host("frame_tangled", frame=units.frame[unit]))
             units = None
             continue
         device_unit = _unit_placement(units, host)
@@ -237,7 +238,7 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, s
         violations, crossings = _tied_violations(view, units, kinds, guards, segment_of)
         if violations:
             for edge, kind in violations:
-                why = f"host: {kind} tensor at the segment boundary ({edge.producer} -> {edge.consumer})"
+                why = reasons.host("boundary_tensor", kind=kind, producer=edge.producer, consumer=edge.consumer)
                 for name, unit in ((edge.producer, edge.source), (edge.consumer, edge.target)):
                     if device_unit[unit]:
                         for member in units.nodes[unit]:
@@ -256,7 +257,7 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, s
     return proposal
 
 
-def _drop_segments(view, units: _Units, segments, host: dict[str, str], is_compute, sink_all: bool):
+def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_compute, sink_all: bool):
     """Send segments without arithmetic to the host, and in full sink all but the largest; returns them."""
     dropped, kept = [], []
     for members in segments:
@@ -264,8 +265,7 @@ def _drop_segments(view, units: _Units, segments, host: dict[str, str], is_compu
         if not any(is_compute(view.node(name).op) for name in nodes):
             dropped.append((nodes, "trivial"))
             for name in nodes:
-                host.setdefault(name, "host: its segment holds only constants, variable reads or "
-                                      "pass-through ops, not worth a GeOp")
+                host.setdefault(name, reasons.host("trivial_segment"))
             continue
         kept.append(nodes)
     if not sink_all and len(kept) > 1:
@@ -276,20 +276,18 @@ def _drop_segments(view, units: _Units, segments, host: dict[str, str], is_compu
                 continue
             dropped.append((nodes, "full_sink"))
             for name in nodes:
-                host.setdefault(name, "host: mix_compile_mode is off, so only the largest segment sinks; "
-                                      "enable mix_compile_mode to sink this one too")
+                host.setdefault(name, reasons.host("full_sink"))
     return dropped
 
 
-def _unit_placement(units: _Units, host: dict[str, str]) -> list[bool]:
+def _unit_placement(units: _Units, host: dict[str, Reason]) -> list[bool]:
     """True for device units; a frame with one host node goes to the host whole."""
     device = []
     for unit, nodes in enumerate(units.nodes):
         host_nodes = [name for name in nodes if name in host]
         if host_nodes and units.frame[unit]:
             first = host_nodes[0]
-            reason = host[first][len("host: "):] if host[first].startswith("host: ") else host[first]
-            why = f"host: v1 while frame {units.frame[unit]} holds host op {first} ({reason})"
+            why = reasons.host("while_frame", frame=units.frame[unit], node=first, cause=host[first])
             for name in nodes:
                 host.setdefault(name, why)
         device.append(not host_nodes)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import MERGE_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS, SWITCH_OPS
 from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.report import reasons
+from npu_sim_bridge.report.reasons import Reason
 
 _EMPTY = frozenset()
 
@@ -114,15 +116,14 @@ def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
     return [members for members in groups.values() if len(members) > 1]
 
 
-def keep_regions_whole(view: GraphView, regions: list[list[str]], host: dict[str, str]) -> None:
+def keep_regions_whole(view: GraphView, regions: list[list[str]], host: dict[str, Reason]) -> None:
     """A cond region with a host op goes to the host whole; the reason names the op that kept it there."""
     for members in regions:
         first = next((name for name in members if name in host), None)
         if first is None:
             continue
-        reason = host[first][len("host: "):] if host[first].startswith("host: ") else host[first]
         switch = next((view.node(name) for name in members if view.node(name).op in SWITCH_OPS), None)
         predicate = parse_input(switch.input[1]).node if switch is not None and len(switch.input) > 1 else "?"
-        why = f"host: v1 cond region of predicate {predicate} holds host op {first} ({reason})"
+        why = reasons.host("cond_region", predicate=predicate, node=first, cause=host[first])
         for name in members:
             host.setdefault(name, why)
