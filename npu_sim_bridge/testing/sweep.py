@@ -42,6 +42,7 @@ class SweepRow:
     heavy_total: int = 0
     geops_full: int = 0
     geops_mix: int = 0
+    geops_mixed_precision: int = 0   # GeOps of the allow_mix_precision run (Casts must not split)
     host_crossings: int = 0
     white_fp16: int = 0
     white_total: int = 0
@@ -68,8 +69,10 @@ class SweepRow:
 
     @property
     def bit_identical(self) -> bool:
+        """The placement + partition runs measured (at least one) gave the plain losses bit for bit."""
         plain = self.losses.get("plain")
-        return all(self.losses.get(run) == plain for run in ("pp_full", "pp_mix"))
+        runs = [run for run in ("pp_full", "pp_mix") if run in self.losses]
+        return plain is not None and bool(runs) and all(self.losses[run] == plain for run in runs)
 
     @property
     def step_ratio(self) -> float:
@@ -148,6 +151,7 @@ def _read_report(row: SweepRow, run: str, report, model: ModelGraph) -> None:
         row.geops_mix = geops
         row.host_crossings = host_crossings(report, model.graph.as_graph_def())
     elif run == "mixed":
+        row.geops_mixed_precision = geops
         white = [d for d in report.nodes.values()
                  if d.list == "white" and d.placement == "device" and d.dtype_before == "float32"]
         row.white_total = len(white)

@@ -1,0 +1,117 @@
+"""The model sweep's fast subset: control flow, Keras layers and variant tensors sink whole into GeOps.
+
+Each model trains in Sessions (the route a migrated script takes) from the same variables on the
+same batches: plain, placement+partition (full sink and mix_compile_mode) and allow_mix_precision.
+benchmarks/bench_models.py runs the whole sweep.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+
+import npu_sim_bridge
+from npu_sim_bridge.testing import models, sweep, zoo
+
+v1 = tf.compat.v1
+
+
+def _assert_sinks_whole(row: sweep.SweepRow, loss_gap: bool = True):
+    assert row.heavy_share >= 0.99, row.heavy_on_host[:5]
+    assert row.geops_full == 1
+    assert row.geops_mix <= 1 + row.host_crossings
+    assert row.bit_identical, row.losses                     # placement+partition change no float32 bit
+    if loss_gap:
+        assert row.geops_mixed_precision == 1                # Casts break no cond, frame or segment
+        assert row.white_fp16 == row.white_total > 0         # every white op runs in float16
+        assert row.loss_gap < 0.02, row.losses
+
+
+@pytest.mark.parametrize("name", ["tf1_batchnorm_cnn", "keras_cnn", "user_cond_mlp", "user_while_mlp", "lstm_v1"])
+def test_model_with_control_flow_sinks_into_one_geop(name):
+    row = sweep.measure(name, zoo.sweep_builders(applications=())[name])
+    _assert_sinks_whole(row)
+
+
+def test_keras_cnn_sinks_whole_with_grapplers_remapper_on():
+    # A hand-built ConfigProto leaves the remapper on: it fuses Conv2D+BiasAdd before NpuOptimizer runs.
+    row = sweep.measure("keras_cnn", zoo.keras_cnn, remapping=True, runs=("plain", "pp_full", "pp_mix"))
+    _assert_sinks_whole(row, loss_gap=False)
+
+
+def test_keras_mobilenet_v2_sinks_into_one_geop():
+    # MobileNetV2(alpha=0.35) at 32x32: 100 learning-phase batch-norm conds and their gradients.
+    row = sweep.measure("MobileNetV2", zoo.sweep_builders(applications=("MobileNetV2",))["MobileNetV2"],
+                        steps=1, runs=("plain", "pp_full"))
+    assert row.heavy_total > 300
+    assert row.heavy_share == 1.0 and row.geops_full == 1 and row.bit_identical
+
+
+# ---------------------------------------------------------------- a host op between forward and backward
+def _bn_cnn_with_host_op():
+    """A TF1 batch-norm CNN whose logits pass through a py_func: forward and gradient are two segments."""
+    with zoo.tf1_graph_mode(), models._building(seed=0) as graph:  # seeded, so every build is the same
+        images = v1.placeholder(tf.float32, [4, 8, 8, 3], name="images")
+        training = v1.placeholder(tf.bool, [], name="is_training")
+        x = v1.layers.conv2d(images, 4, 3, padding="same", use_bias=False)
+        x = tf.nn.relu(v1.layers.batch_normalization(x, training=training))
+        x = tf.reduce_mean(x, axis=[1, 2])
+        clipped = v1.numpy_function(lambda v: np.clip(v, -5, 5).astype(np.float32), [x], tf.float32)
+        clipped.set_shape(x.shape)
+        x = x + tf.stop_gradient(clipped - x)
+        loss = tf.reduce_mean(tf.square(v1.layers.dense(x, 2) - 1.0), name="loss")
+        with tf.control_dependencies(v1.get_collection(v1.GraphKeys.UPDATE_OPS)):
+            train = v1.train.GradientDescentOptimizer(0.1).minimize(loss, name="train")
+        init = v1.global_variables_initializer()
+    return graph, images, training, loss, train, init
+
+
+def _train(config, phase):
+    graph, images, training, loss, train, init = _bn_cnn_with_host_op()
+    data = np.random.default_rng(1).random((4, 8, 8, 3), dtype=np.float32)
+    with v1.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        return [sess.run([loss, train], {images: data, training: phase})[0] for _ in range(3)]
+
+
+@pytest.mark.parametrize("remapping", [False, True])
+def test_batch_norm_conds_cut_by_a_host_op_cross_live_and_train_the_same(npu_config, remapping):
+    def config(passes):
+        made = npu_config(mix_compile_mode=True, sim_passes=passes)
+        if not remapping:
+            made.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+        return made
+
+    for phase in (True, False):
+        npu_sim_bridge.clear_reports()
+        assert _train(config("placement,partition"), phase) == _train(config("none"), phase)
+    report = max((r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph"),
+                 key=lambda r: r.nodes_before)
+    partition = next(p for p in report.passes if p.name == "partition")
+    assert partition.stats["geops"] == 2 and partition.stats["cond_bridges"] > 0
+    heavy = [d for d in report.nodes.values() if d.op in ("Conv2D", "FusedBatchNormV3", "FusedBatchNormGradV3")]
+    assert heavy and all(d.placement == "device" for d in heavy)
+
+
+# ---------------------------------------------------------------- reasons
+def test_host_reasons_are_values_in_the_json_report(npu_config):
+    with zoo.tf1_graph_mode():
+        graph = tf.Graph()
+        with graph.as_default():
+            x = v1.placeholder(tf.float32, [4], name="x")
+            flag = v1.placeholder(tf.bool, [], name="flag")
+            host = lambda: v1.numpy_function(lambda v: (v + 1).astype(np.float32), [tf.sin(x)], tf.float32)  # noqa: E731
+            y = tf.identity(tf.cond(flag, host, lambda: tf.cos(x)) * 2.0, name="y")
+    config = npu_config(mix_compile_mode=True, sim_passes="placement,partition")
+    with v1.Session(graph=graph, config=config) as sess:
+        sess.run(y, {x: np.ones(4, np.float32), flag: True})
+    report = max((r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph"),
+                 key=lambda r: r.nodes_before)
+    merge = report.nodes["cond/Merge"]
+    reason = merge.host_reason()
+    assert reason.code == "host.cond_region" and reason.get("predicate") == "flag"
+    assert reason.get("cause").code == "host.py_func"
+    node = next(n for n in report.to_dict()["nodes"] if n["name"] == "cond/Merge")
+    assert node["reasons"][0]["code"] == "host.cond_region"
+    assert node["reasons"][0]["cause"] == {"code": "host.py_func", "op": reason.get("cause").get("op")}
+    assert node["reason"].startswith("host: v1 cond region of predicate flag holds host op ")
