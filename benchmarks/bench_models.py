@@ -49,6 +49,7 @@ def main() -> None:
         parser.error(f"unknown models {', '.join(unknown)}; known: {', '.join(builders)}")
     tf.get_logger().setLevel("ERROR")
     rows = []
+    print(sweep.table([]), flush=True)
     for name in names:
         began = time.perf_counter()
         try:
@@ -57,7 +58,7 @@ def main() -> None:
             traceback.print_exc()
             row = sweep.SweepRow(model=name, error=f"{type(err).__name__}: {str(err).splitlines()[0][:160]}")
         rows.append(row)
-        print(f"{name}: {time.perf_counter() - began:.0f} s", flush=True)
+        print(sweep.table([row]).splitlines()[-1], f"  ({time.perf_counter() - began:.0f} s)", flush=True)
         for node, op, reason in row.heavy_on_host[:3]:
             print(f"  heavy op on host: {node} ({op}): {reason}")
     print()
