@@ -93,6 +93,46 @@ def test_batch_norm_conds_cut_by_a_host_op_cross_live_and_train_the_same(npu_con
     assert heavy and all(d.placement == "device" for d in heavy)
 
 
+# ---------------------------------------------------------------- variant tensors
+def test_optional_from_a_functional_cond_crosses_to_its_gradient_in_another_geop():
+    # Control flow v2: the forward If hands its intermediates to the gradient If as Optionals. A
+    # py_func between them puts the two Ifs in different GeOps; the variant passes as a function argument.
+    was_v2 = v1.control_flow_v2_enabled()
+    v1.enable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = v1.placeholder(tf.float32, [4, 3], name="x")
+            flag = v1.placeholder(tf.bool, [], name="flag")
+            w = v1.get_variable("w", [3, 3], initializer=v1.constant_initializer(0.5), use_resource=True)
+            h = tf.cond(flag, lambda: tf.tanh(tf.matmul(x, w)), lambda: tf.sin(tf.matmul(x, w)))
+            doubled = v1.numpy_function(lambda v: (v * 2).astype(np.float32), [h], tf.float32)
+            doubled.set_shape(h.shape)
+            loss = tf.reduce_sum(tf.square(h + tf.stop_gradient(doubled - h)), name="loss")
+            tf.identity(tf.gradients(loss, w)[0], name="grad")
+    finally:
+        if not was_v2:
+            v1.disable_control_flow_v2()
+    fetches = ["grad", "loss", w.initializer.name]
+    graph_def, report = npu_sim_bridge.rewrite(graph, {"mix_compile_mode": True, "sim_passes": "placement,partition"},
+                                               fetches=fetches)
+    ifs = [d for d in report.nodes.values() if d.op in ("If", "StatelessIf")]
+    assert len(ifs) == 2 and all(d.placement == "device" for d in ifs), [(d.name, d.reason) for d in ifs]
+    assert len({d.geop for d in ifs}) == 2
+    rewritten = tf.Graph()
+    with rewritten.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    for value in (True, False):
+        feed = {"x:0": np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), "flag:0": value}
+        results = []
+        for run_graph in (graph, rewritten):
+            with v1.Session(graph=run_graph) as sess:
+                sess.run(w.initializer.name)
+                results.append(sess.run(["grad:0", "loss:0"], feed))
+        np.testing.assert_array_equal(results[0][0], results[1][0])
+        assert results[0][1] == results[1][1]
+
+
 # ---------------------------------------------------------------- reasons
 def test_host_reasons_are_values_in_the_json_report(npu_config):
     with zoo.tf1_graph_mode():

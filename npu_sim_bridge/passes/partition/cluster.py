@@ -29,7 +29,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.graph.op_categories import PASS_THROUGH_OPS, makes_passable_variant
+from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, makes_passable_variant
 from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
@@ -165,7 +165,7 @@ class EdgeKinds:
         kind = BOUNDARY_DTYPES.get(dtype)
         if kind == "resource" and bridges.variable_origin(self.view, producer, port):
             return None  # a variable's handle: the GeOp takes it as an input, as TF functions do
-        if kind == "variant" and self._passable_variant(producer):
+        if kind == "variant" and self._passable_variant(producer, port):
             return None  # an Optional or a TensorList: a function call passes it like any tensor
         return kind
 
@@ -175,7 +175,8 @@ class EdgeKinds:
             return ports[port].dtype
         return self._consumer_side(producer, port, consumer)[0]
 
-    def _passable_variant(self, producer: str) -> bool:
+    def _passable_variant(self, producer: str, port: int) -> bool:
+        """An Optional or TensorList, made here or returned by every branch or body of a functional op."""
         name = producer
         for _ in range(64):
             node = self.view.get(name)
@@ -183,9 +184,16 @@ class EdgeKinds:
                 return False
             if makes_passable_variant(node.op):
                 return True
+            if node.op in CALLING_OPS:
+                bodies = [node.attr[key].func.name for key in ("then_branch", "else_branch", "body", "f")
+                          if key in node.attr]
+                if "branches" in node.attr:  # Case (reading a missing key would add it)
+                    bodies += [f.name for f in node.attr["branches"].list.func]
+                return bool(bodies) and all(_returns_passable_variant(self.functions.get(body), port)
+                                            for body in bodies)
             if node.op not in PASS_THROUGH_OPS or not node.input:
                 return False
-            name = parse_input(node.input[0]).node
+            name, port = parse_input(node.input[0]).node, 0
         return False
 
     def _consumer_side(self, producer, port, consumer):
@@ -203,6 +211,16 @@ class EdgeKinds:
                 return found.dtype, found.is_ref
             data_position += 1
         return types_pb2.DT_INVALID, False
+
+
+def _returns_passable_variant(function, index: int) -> bool:
+    """Whether output `index` of a FunctionDef comes from an Optional or TensorList op of its body."""
+    if function is None or index >= len(function.signature.output_arg):
+        return False
+    returned = function.ret.get(function.signature.output_arg[index].name, "")
+    body = {node.name: node.op for node in function.node_def}
+    op = body.get(returned.split(":", 1)[0])
+    return op is not None and makes_passable_variant(op)
 
 
 def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, Reason], *,

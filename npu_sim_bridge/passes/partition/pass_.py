@@ -20,6 +20,7 @@ from tensorflow.core.framework import attr_value_pb2
 from tensorflow.core.protobuf import config_pb2
 
 from npu_sim_bridge.graph.control_flow import Frames
+from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
 from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
@@ -116,6 +117,8 @@ def _propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Pr
     library = ctx.ops_library()
 
     def is_compute(op: str) -> bool:
+        if op in CALLING_OPS or op in functions:  # runs the arithmetic of its branches or body
+            return True
         return op not in cluster.BOOKKEEPING_OPS and library.not_compute_kind(op) is None
 
     return cluster.propose(ctx.view, order, frames, host, kinds=cluster.EdgeKinds(ctx.view, functions),
