@@ -105,8 +105,7 @@ def measure(name: str, build: Callable[[], ModelGraph], steps: int = 3, remappin
     with model.graph.as_default():
         variables = _v1.global_variables()
         holders = [_v1.placeholder(v.dtype.base_dtype, v.shape) for v in variables]
-        load = tf.group(*[_v1.assign(v, h) if v.dtype._is_ref_dtype else v.assign(h)
-                          for v, h in zip(variables, holders)])
+        load = tf.group(*[_v1.assign(v, h) for v, h in zip(variables, holders)])
     feeds = [model.feed(np.random.default_rng(step)) for step in range(steps + 1)]
     start_values = None
     for run in runs:
