@@ -5,6 +5,10 @@ same batches: plain, placement+partition (full sink and mix_compile_mode) and al
 benchmarks/bench_models.py runs the whole sweep.
 """
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -155,3 +159,62 @@ def test_host_reasons_are_values_in_the_json_report(npu_config):
     assert node["reasons"][0]["code"] == "host.cond_region"
     assert node["reasons"][0]["cause"] == {"code": "host.py_func", "op": reason.get("cause").get("op")}
     assert node["reason"].startswith("host: v1 cond region of predicate flag holds host op ")
+
+
+# ---------------------------------------------------------------- the user's route: a TF1 script under npu-sim run
+TF1_SCRIPT = '''
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+from npu_bridge.npu_init import *
+import npu_sim_bridge
+
+tf.set_random_seed(0)
+images = tf.placeholder(tf.float32, [8, 16, 16, 3])
+labels = tf.placeholder(tf.int32, [8])
+is_training = tf.placeholder(tf.bool, [])
+x = images
+for width in (8, 16):
+    x = tf.layers.conv2d(x, width, 3, padding="same", use_bias=False)
+    x = tf.nn.relu(tf.layers.batch_normalization(x, training=is_training))
+    x = tf.layers.max_pooling2d(x, 2, 2)
+x = tf.layers.dense(tf.layers.flatten(x), 32, activation=tf.nn.relu)
+x = tf.cond(is_training, lambda: tf.nn.dropout(x, keep_prob=0.75), lambda: x)
+loss = tf.losses.sparse_softmax_cross_entropy(labels, tf.layers.dense(x, 10))
+with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+    train_op = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
+config = npu_config_proto()
+custom_op = config.graph_options.rewrite_options.custom_optimizers[0]
+custom_op.parameter_map["precision_mode"].s = b"allow_mix_precision"
+rng = np.random.default_rng(0)
+with tf.Session(config=config) as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(3):
+        sess.run(train_op, {images: rng.random((8, 16, 16, 3)), labels: rng.integers(0, 10, 8), is_training: True})
+report = max((r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph" and not r.rerun),
+             key=lambda r: r.nodes_before)
+heavy = [d for d in report.nodes.values() if d.op in ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
+                                                      "MatMul", "FusedBatchNormV3", "FusedBatchNormGradV3")]
+placed = [d for d in heavy if d.placement]  # the MatMuls the fusion pass fused count as their fused node
+print("SWEEP heavy", sum(d.placement == "device" for d in placed), len(placed), len(heavy),
+      "geops", len(report.summary["geops"]), "fp16", sum(d.dtype_after == "float16" for d in placed))
+'''
+
+
+def test_tf1_batch_norm_script_sinks_whole_under_npu_sim_run(tmp_path):
+    script = tmp_path / "bn_cnn.py"
+    script.write_text(TF1_SCRIPT)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+               PYTHONPATH=os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-m", "npu_sim_bridge", "run", str(script)], capture_output=True,
+                            text=True, env=env, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("SWEEP"))
+    _, _, on_device, placed, total, _, geops, _, fp16 = line.split()
+    # 2 convolutions, 2 dense layers, 4 batch norms (training and inference branch) and their gradients
+    assert int(total) >= 16 and int(placed) >= int(total) - 2
+    assert on_device == placed and geops == "1" and int(fp16) > 0
