@@ -41,8 +41,10 @@ def main() -> None:
     parser.add_argument("--models", default="", help="comma-separated names (default: all)")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--remapping", action="store_true", help="leave Grappler's remapper on")
+    parser.add_argument("--learning-rate", type=float, default=0.01,
+                        help="Momentum learning rate of the Keras applications (some diverge at 0.01 in 3 steps)")
     args = parser.parse_args()
-    builders = zoo.sweep_builders()
+    builders = zoo.sweep_builders(application_learning_rate=args.learning_rate)
     names = [n for n in args.models.split(",") if n] or list(builders)
     unknown = [n for n in names if n not in builders]
     if unknown:

@@ -59,7 +59,7 @@ def _xent(logits, labels, num_classes):
 
 # --------------------------------------------------------------------------- Keras applications
 def keras_application(name: str, image_size: int = 32, batch_size: int = 8, num_classes: int = 10,
-                      seed: int = 0, **kwargs) -> ModelGraph:
+                      seed: int = 0, learning_rate: float = 0.01, **kwargs) -> ModelGraph:
     """`tf.keras.applications.<name>(weights=None)` as a TF1 training graph, the learning phase fed True."""
     with tf1_graph_mode(ref_variables=False), models._building(seed) as graph:
         builder = getattr(tf.keras.applications, name)
@@ -78,7 +78,7 @@ def keras_application(name: str, image_size: int = 32, batch_size: int = 8, num_
                     labels: rng.integers(0, num_classes, size=batch_size).astype(np.int32), phase: True}
 
         return _finish(graph, f"keras_{name}", loss, updates, {"images": images, "labels": labels},
-                       train_feed)
+                       train_feed, learning_rate=learning_rate)
 
 
 # --------------------------------------------------------------------------- TF1 and Keras CNNs
@@ -195,13 +195,14 @@ KERAS_APPLICATIONS: Dict[str, dict] = {
 }
 
 
-def sweep_builders(applications=None) -> Dict[str, Callable[[], ModelGraph]]:
+def sweep_builders(applications=None, application_learning_rate: float = 0.01) -> Dict[str, Callable[[], ModelGraph]]:
     """The model sweep: Keras applications (all, or the names given), TF1 and Keras CNNs, user control
     flow, an LSTM with a v1 loop and a small BERT."""
     builders: Dict[str, Callable[[], ModelGraph]] = {}
     for name, kwargs in KERAS_APPLICATIONS.items():
         if applications is None or name in applications:
-            builders[name] = functools.partial(keras_application, name, **kwargs)
+            builders[name] = functools.partial(keras_application, name, learning_rate=application_learning_rate,
+                                               **kwargs)
     builders["tf1_batchnorm_cnn"] = tf1_batchnorm_cnn
     builders["keras_cnn"] = keras_cnn
     builders["user_cond_mlp"] = user_cond_mlp
