@@ -8,10 +8,12 @@ through a host unit strictly raises the layer, so device units of one layer that
 by direct device-device edges form a segment, and the contracted graph is acyclic by
 construction (no merge needs a reachability search).
 
-Tied edges must not cross a segment boundary: string, variant and ref tensors, resource handles
-that do not come from a variable op, and tensors of a v1 cond branch (which may be dead). When a
-proposal leaves a tied edge across a boundary, its device ends go to the host and the proposal is
-made again, until no tied edge crosses.
+Tied edges must not cross a segment boundary: string tensors, ref tensors other than a TF1
+variable's (whose op each segment copies, see ref_variables.py), resource handles that do not come
+from a variable op, variants other than Optionals and TensorLists, and v1 cond branch tensors
+(which may be dead) that no bridge can carry (see bridges.py). When a proposal leaves a tied edge
+across a boundary, its device ends go to the host and the proposal is made again, until no tied
+edge crosses. A v1 cond region holding a host op goes to the host whole first (regions.py).
 """
 
 from __future__ import annotations
