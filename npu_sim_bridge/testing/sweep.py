@@ -31,7 +31,7 @@ from npu_sim_bridge.testing.models import ModelGraph
 _v1 = tf.compat.v1
 RUNS = ("plain", "pp_full", "pp_mix", "mixed")
 # Host ops that every graph has and that sit outside the segments by design (not crossings).
-_NOT_CROSSINGS = ("graph input", "variable op", "only constants")
+_NOT_CROSSINGS = frozenset({"host.graph_input", "host.fed", "host.variable", "host.trivial_segment"})
 
 
 @dataclasses.dataclass
@@ -160,9 +160,11 @@ def _read_report(row: SweepRow, run: str, report, model: ModelGraph) -> None:
 def host_crossings(report, graph_def) -> int:
     """Groups of connected host ops that take a device value and give one back to the device."""
     placement = {name: d.placement for name, d in report.nodes.items()}
-    reasons = {name: d.reason for name, d in report.nodes.items()}
-    host = {name for name, where in placement.items()
-            if where == "host" and not any(text in reasons[name] for text in _NOT_CROSSINGS)}
+    host = set()
+    for name, decision in report.nodes.items():
+        reason = decision.host_reason()
+        if decision.placement == "host" and (reason is None or reason.code not in _NOT_CROSSINGS):
+            host.add(name)
     producers = {node.name: [text.lstrip("^").split(":")[0] for text in node.input] for node in graph_def.node}
     consumers: dict[str, list[str]] = {}
     for name, inputs in producers.items():
