@@ -12,7 +12,8 @@ import npu_sim_bridge
 from npu_sim_bridge.cli.main import main as cli_main
 from npu_sim_bridge.graph.io import GraphInputError
 
-REPORT_NODE_FIELDS = {"name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason"}
+REPORT_NODE_FIELDS = {"name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason",
+                      "reasons"}
 
 
 def _train_graph():

@@ -176,17 +176,23 @@ def test_host_reasons_name_the_rule(npu_config):
     assert report.nodes["kept"].placement == "device" and report.nodes["out"].geop
 
 
-def test_fused_op_reason_says_to_turn_remapping_off():
-    graph = tf.Graph()
-    with graph.as_default():
-        x = v1.placeholder(tf.float32, [2, 2], name="x")
-        tf.identity(tf.sin(x), name="y")
-    graph_def = graph.as_graph_def()
-    graph_def.node[1].op = "_FusedMatMul"  # as Grappler's remapper leaves it when remapping is on
-    graph_def.node[1].attr["T"].type = tf.float32.as_datatype_enum
-    graph_def.node[1].attr["num_args"].i = 0
-    _, report = _rewrite(graph_def, ["y"])
-    assert "remapping = RewriterConfig.OFF" in report.nodes[graph_def.node[1].name].reason
+def test_remapper_fused_op_runs_where_its_parts_run_else_says_to_turn_remapping_off():
+    def rewritten(fused_ops):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = v1.placeholder(tf.float32, [2, 2], name="x")
+            tf.identity(tf.sin(x), name="y")
+        graph_def = graph.as_graph_def()
+        graph_def.node[1].op = "_FusedMatMul"  # as Grappler's remapper leaves it when remapping is on
+        graph_def.node[1].attr["T"].type = tf.float32.as_datatype_enum
+        graph_def.node[1].attr["num_args"].i = 0
+        graph_def.node[1].attr["fused_ops"].list.s.extend(fused_ops)
+        return _rewrite(graph_def, ["y"]).report.nodes[graph_def.node[1].name]
+
+    assert rewritten([b"BiasAdd", b"Relu"]).placement == "device"  # the NPU receives MatMul, BiasAdd, Relu
+    decision = rewritten([b"BiasAdd", b"Polygamma"])
+    assert decision.placement == "host" and "remapping = RewriterConfig.OFF" in decision.reason
+    assert decision.host_reason().code == "host.not_device_op"
 
 
 # ------------------------------------------------------------------------------ segmentation
@@ -317,7 +323,7 @@ def test_v1_while_loop_of_device_ops_sinks_whole_into_one_geop():
     np.testing.assert_array_equal(_run(imported, "y:0", {"x:0": FEED}), _run(graph, y, {x: FEED}))
 
 
-def test_v1_cond_branch_with_a_host_op_keeps_dead_tensors_off_the_boundary(npu_config):
+def test_v1_cond_region_with_a_host_op_stays_whole_on_the_host(npu_config):
     graph = tf.Graph()
     with graph.as_default(), _control_flow_v1():
         x = v1.placeholder(tf.float32, [4], name="x")
@@ -329,10 +335,13 @@ def test_v1_cond_branch_with_a_host_op_keeps_dead_tensors_off_the_boundary(npu_c
         np.testing.assert_array_equal(_run(graph, y, {x: FEED, flag: value}, config),
                                       _run(graph, y, {x: FEED, flag: value}))
     report = _main_report("y")
-    switches = [d for d in report.nodes.values() if d.op == "Switch"]
-    assert switches and all(d.placement == "host" for d in switches)
-    assert any("v1 cond branch (may be dead) tensor at the segment boundary" in d.reason
-               for d in report.nodes.values())
+    region = [d for d in report.nodes.values() if d.name.startswith("cond/")]
+    assert region and all(d.placement == "host" for d in region)
+    host_op = next(d.name for d in region if d.op in ("PyFunc", "EagerPyFunc"))
+    # Every node of the cond (Switch, Cos in the other branch, Merge) says which op kept it there.
+    for decision in region:
+        if decision.name != host_op:
+            assert f"v1 cond region of predicate flag holds host op {host_op}" in decision.reason
     assert report.nodes["y"].geop
 
 
@@ -373,7 +382,7 @@ def test_string_tensor_never_crosses_a_segment_boundary():
                    for arg in list(func.signature.input_arg) + list(func.signature.output_arg))
 
 
-def test_ref_variables_stay_on_host_and_train_the_same(npu_config):
+def test_ref_variable_updates_sink_and_train_the_same(npu_config):
     def build():
         graph = tf.Graph()
         with graph.as_default():
@@ -397,8 +406,9 @@ def test_ref_variables_stay_on_host_and_train_the_same(npu_config):
     np.testing.assert_array_equal(results[0][1], results[1][1])
     report = _main_report("loss")
     update = next(d for d in report.nodes.values() if d.op == "ApplyGradientDescent")
-    assert update.placement == "host" and "ref (TF1 variable) tensor at the segment boundary" in update.reason
-    assert report.nodes["loss"].geop
+    # The update sinks with the gradient: its GeOp holds a copy of VariableV2 w that shares the variable.
+    assert update.placement == "device" and update.geop == report.nodes["loss"].geop
+    assert report.nodes["w"].placement == "host"
 
 
 # ------------------------------------------------------------------------ variables and effects

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.op_categories import ENTER_OPS, EXIT_OPS, MERGE_OPS, SWITCH_OPS  # noqa: F401 (re-exported)
 from npu_sim_bridge.graph.validate import BACK_EDGE_OPS, topological_order
 from npu_sim_bridge.graph.view import GraphView
 
-ENTER_OPS = frozenset({"Enter", "RefEnter"})
-EXIT_OPS = frozenset({"Exit", "RefExit"})
-SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
-MERGE_OPS = frozenset({"Merge", "RefMerge"})
 ROOT = ""
 
 

@@ -13,9 +13,10 @@ from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
 
 # Edges out of these ops close the loops of v1 while frames; they are the only legal cycles.
-BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+BACK_EDGE_OPS = NEXT_ITERATION_OPS
 
 _MAX_NAMED = 8
 

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from npu_sim_bridge.graph.op_categories import CUBE_OPS
+
 WHITE = "white"
 BLACK = "black"
 GRAY = "gray"
@@ -24,12 +26,7 @@ STATUS_NO_OP_INFO = "no_op_info"
 STATUS_UNKNOWN = "unknown"
 
 # Ops that run on the cube unit (matrix multiply and convolution, forward and backward).
-CUBE_TF_TYPES = frozenset((
-    "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
-    "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
-    "Conv3D", "Conv3DBackpropInput", "Conv3DBackpropFilter", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
-    "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
-))
+CUBE_TF_TYPES = CUBE_OPS
 CUBE_IR_TYPES = frozenset((
     "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "GEMM", "FullyConnection",
     "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropInputD", "Conv2DBackpropFilter", "Conv2DBackpropFilterD",

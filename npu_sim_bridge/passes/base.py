@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.report.model import Report
+
+T = TypeVar("T")
 
 # Stamped by the pipeline on every node it has processed, in the graph and in the bodies of its
 # library functions; it shows in the executed graph and marks Grappler's later iterations.
@@ -49,6 +51,15 @@ class PassContext:
     item: ItemInfo
     report: Report
     cache: dict[str, Any] = dataclasses.field(default_factory=dict)
+    results: dict[type, Any] = dataclasses.field(default_factory=dict)
+
+    def publish(self, result: Any) -> None:
+        """Hand `result` to the passes after this one; they ask for it by its type."""
+        self.results[type(result)] = result
+
+    def result(self, kind: type[T]) -> T | None:
+        """The result of type `kind` an earlier pass published, or None."""
+        return self.results.get(kind)
 
     def ops_library(self):
         """The operator library the options name (loaded once per pipeline run)."""

@@ -22,6 +22,7 @@ from npu_sim_bridge.envvars import graph_dump
 from npu_sim_bridge.envvars.logs import log_rewrite
 from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError, PassError
 from npu_sim_bridge.fileio import unique_base, write_atomic
+from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS
 from npu_sim_bridge.graph.validate import validate_graph
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, ItemInfo, PassContext
@@ -32,7 +33,7 @@ __all__ = ["SEEN_ATTR", "PipelineResult", "available_passes", "covered_by_caller
            "selected_passes"]
 
 # Nodes Grappler adds around a function body when it hands the function over as an item.
-_FUNCTION_EDGE_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval"})
+_FUNCTION_EDGE_OPS = FUNCTION_EDGE_OPS
 
 _graph_counter = itertools.count(1)
 

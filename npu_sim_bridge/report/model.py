@@ -2,7 +2,9 @@
 
 JSON form (the contract later passes fill in):
   {"options": {...}, "warnings": [...], "summary": {...},
-   "nodes": [{"name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason"}]}
+   "nodes": [{"name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason",
+              "reasons": [{"code", ...details}]}]}
+"reason" is the text people read, rendered from the structured "reasons" (see reasons.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 from tensorflow.core.framework import node_def_pb2, types_pb2
 from tensorflow.python.framework import dtypes
+
+from npu_sim_bridge.report.reasons import Reason, as_reason
 
 # Attributes whose type value is "the" dtype of a node, in the order they are consulted.
 _DTYPE_ATTRS = ("T", "dtype", "DstT", "Tparams", "out_type")
@@ -54,10 +58,24 @@ class NodeDecision:
     dtype_after: str | None = None
     placement: str | None = None     # device | host
     geop: str | None = None          # the GeOp call node that runs it
-    reason: str = ""
+    reason: str = ""                 # the text of `reasons`, for people
+    reasons: "list[Reason]" = dataclasses.field(default_factory=lambda: [])  # Reason values, in the order passes gave them
 
-    def add_reason(self, text: str) -> None:
+    def add_reason(self, reason: "Reason | str") -> None:
+        """Record why (a Reason, or text from passes that give text); the text is rendered here."""
+        value = as_reason(reason)
+        self.reasons.append(value)
+        text = value.text()
         self.reason = f"{self.reason}; {text}" if self.reason else text
+
+    def host_reason(self) -> "Reason | None":
+        """The first placement reason, if the node was kept on the host."""
+        return next((r for r in self.reasons if r.is_host), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "reasons"}
+        fields["reasons"] = [r.to_dict() for r in self.reasons]
+        return fields
 
 
 @dataclasses.dataclass
@@ -126,7 +144,7 @@ class Report:
             "option_notes": self.option_notes,
             "warnings": list(self.warnings),
             "summary": self.summary,
-            "nodes": [dataclasses.asdict(d) for d in self.nodes.values()],
+            "nodes": [d.to_dict() for d in self.nodes.values()],
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -110,14 +110,14 @@ class Instrumenter:
     def __init__(self, ctx: PassContext, folder: str):
         from npu_sim_bridge.passes.precision.decide import mode_info
         from npu_sim_bridge.passes.precision.marks import MARK_ATTR, setting
-        from npu_sim_bridge.passes.precision.pass_ import NPU_DTYPES_CACHE
+        from npu_sim_bridge.passes.precision.pass_ import NpuPortDtypes
 
         self.ctx = ctx
         self.view = ctx.view
         self.folder = folder
         self.options = ctx.options
         self.functions = function_library(ctx.view)
-        self.npu_dtypes = ctx.cache.get(NPU_DTYPES_CACHE, {})
+        self.npu_dtypes = ctx.result(NpuPortDtypes) or {}
         mode = mode_info(ctx.options)
         # Marked as precision-processed, so that Grappler's later runs on these bodies leave them alone.
         self.marks = {MARK_ATTR: attr_value_pb2.AttrValue(s=setting(mode.mode, mode.emulate).encode())}

@@ -8,10 +8,12 @@ through a host unit strictly raises the layer, so device units of one layer that
 by direct device-device edges form a segment, and the contracted graph is acyclic by
 construction (no merge needs a reachability search).
 
-Tied edges must not cross a segment boundary: string, variant and ref tensors, resource handles
-that do not come from a variable op, and tensors of a v1 cond branch (which may be dead). When a
-proposal leaves a tied edge across a boundary, its device ends go to the host and the proposal is
-made again, until no tied edge crosses.
+Tied edges must not cross a segment boundary: string tensors, ref tensors other than a TF1
+variable's (whose op each segment copies, see ref_variables.py), resource handles that do not come
+from a variable op, variants other than Optionals and TensorLists, and v1 cond branch tensors
+(which may be dead) that no bridge can carry (see bridges.py). When a proposal leaves a tied edge
+across a boundary, its device ends go to the host and the proposal is made again, until no tied
+edge crosses. A v1 cond region holding a host op goes to the host whole first (regions.py).
 """
 
 from __future__ import annotations
@@ -24,28 +26,32 @@ from typing import Callable, NamedTuple
 from tensorflow.core.framework import types_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
-from npu_sim_bridge.graph.control_flow import MERGE_OPS, SWITCH_OPS, Frames
+from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
-from npu_sim_bridge.graph.validate import BACK_EDGE_OPS
+from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.passes.partition.support import BOUNDARY_DTYPES, VARIABLE_OPS
+from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, makes_passable_variant
+from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
+from npu_sim_bridge.report import reasons
+from npu_sim_bridge.report.reasons import Reason
+from npu_sim_bridge.passes.partition.support import BOUNDARY_DTYPES
 
 HOST = "host"
 DEVICE = "device"
-_EMPTY = frozenset()
 _INF = float("inf")
+READ_REF = "ref read"
 # Ops that do no arithmetic: a segment made only of them is not worth a GeOp.
-BOOKKEEPING_OPS = frozenset({"Identity", "IdentityN", "NoOp", "Snapshot", "StopGradient"})
 
 
 @dataclasses.dataclass
 class Proposal:
     """Host reasons of the nodes that stay on the host, and the device segments (node names, in order)."""
 
-    host: dict[str, str]
+    host: dict[str, Reason]
     segments: list[list[str]]
     dropped: list[tuple[list[str], str]] = dataclasses.field(default_factory=list)  # (nodes, why)
+    bridges: list[bridges.Bridge] = dataclasses.field(default_factory=list)  # cond tensors crossing live
     rounds: int = 0
 
     def placement(self, names) -> dict[str, str]:
@@ -144,18 +150,53 @@ class EdgeKinds:
         return ports
 
     def tensor_kind(self, producer: str, port: int, consumer: str) -> str | None:
-        """'string', 'variant', 'ref' or 'resource' for a data edge that may not cross; else None."""
+        """'string', 'variant', 'ref' or 'resource' for a data edge that may not cross; else None.
+
+        READ_REF: a TF1 variable's ref tensor read by a non-ref input; it may enter a GeOp from
+        the host (the call reads the value), not leave one.
+        """
         ports = self.output_types(producer)
         if port < len(ports):
             dtype, is_ref = ports[port].dtype, ports[port].is_ref
         else:
             dtype, is_ref = self._consumer_side(producer, port, consumer)
         if is_ref:
-            return "ref (TF1 variable)"
+            if ref_variables.is_ref_variable(self.view, producer):
+                return None  # a TF1 variable: the segment gets its own copy of the variable op
+            return READ_REF if not self._consumer_side(producer, port, consumer)[1] else "ref (TF1 variable)"
         kind = BOUNDARY_DTYPES.get(dtype)
-        if kind == "resource" and self.view.node(producer).op in VARIABLE_OPS:
+        if kind == "resource" and bridges.variable_origin(self.view, producer, port):
             return None  # a variable's handle: the GeOp takes it as an input, as TF functions do
+        if kind == "variant" and self._passable_variant(producer, port):
+            return None  # an Optional or a TensorList: a function call passes it like any tensor
         return kind
+
+    def dtype(self, producer: str, port: int, consumer: str) -> int:
+        ports = self.output_types(producer)
+        if port < len(ports):
+            return ports[port].dtype
+        return self._consumer_side(producer, port, consumer)[0]
+
+    def _passable_variant(self, producer: str, port: int) -> bool:
+        """An Optional or TensorList, made here or returned by every branch or body of a functional op."""
+        name = producer
+        for _ in range(64):
+            node = self.view.get(name)
+            if node is None:
+                return False
+            if makes_passable_variant(node.op):
+                return True
+            if node.op in CALLING_OPS:
+                bodies = [node.attr[key].func.name for key in ("then_branch", "else_branch", "body", "f")
+                          if key in node.attr]
+                if "branches" in node.attr:  # Case (reading a missing key would add it)
+                    bodies += [f.name for f in node.attr["branches"].list.func]
+                return bool(bodies) and all(_returns_passable_variant(self.functions.get(body), port)
+                                            for body in bodies)
+            if node.op not in PASS_THROUGH_OPS or not node.input:
+                return False
+            name, port = parse_input(node.input[0]).node, 0
+        return False
 
     def _consumer_side(self, producer, port, consumer):
         node = self.view.node(consumer)
@@ -174,7 +215,17 @@ class EdgeKinds:
         return types_pb2.DT_INVALID, False
 
 
-def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, str], *,
+def _returns_passable_variant(function, index: int) -> bool:
+    """Whether output `index` of a FunctionDef comes from an Optional or TensorList op of its body."""
+    if function is None or index >= len(function.signature.output_arg):
+        return False
+    returned = function.ret.get(function.signature.output_arg[index].name, "")
+    body = {node.name: node.op for node in function.node_def}
+    op = body.get(returned.split(":", 1)[0])
+    return op is not None and makes_passable_variant(op)
+
+
+def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, Reason], *,
             kinds: EdgeKinds, is_compute: Callable[[str], bool], sink_all: bool) -> Proposal:
     """Segments for the nodes not in `host` (node -> reason); `host` is not modified.
 
@@ -183,129 +234,84 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, s
     """
     host = dict(host)
     split: set[str] = set()
+    dropped: list[tuple[list[str], str]] = []
     rounds = 0
     units = None
     while True:
         rounds += 1
         if units is None:  # the units change only when a frame has to be split
             units = _Units(view, order, frames, split)
-            guards = _guards(view, units)
+            guards = regions.branch_guards(view, units)
+            if rounds == 1:  # the host ops the candidate test found keep their cond regions on host
+                regions.keep_regions_whole(view, regions.cond_regions(view, units, guards), host)
         if units.stuck:
             # A frame tangled with outside nodes into a cycle of units: keep its nodes apart, on host.
             for unit in units.stuck:
                 if units.frame[unit]:
                     split.add(units.frame[unit])
                     for name in units.nodes[unit]:
-                        host.setdefault(name, f"host: v1 while frame {units.frame[unit]} is tangled in a "
-                                              "cycle with nodes outside it")
+                        host.setdefault(name, reasons.host("frame_tangled", frame=units.frame[unit]))
             units = None
             continue
         device_unit = _unit_placement(units, host)
         segment_of, segments = _segments(units, device_unit)
-        violations = _tied_violations(units, kinds, guards, segment_of)
-        if not violations:
+        violations, crossings = _tied_violations(view, units, kinds, guards, segment_of)
+        if violations:
+            for edge, kind in violations:
+                why = reasons.host("boundary_tensor", kind=kind, producer=edge.producer, consumer=edge.consumer)
+                for name, unit in ((edge.producer, edge.source), (edge.consumer, edge.target)):
+                    if device_unit[unit]:
+                        for member in units.nodes[unit]:
+                            host.setdefault(member, why)
+            continue
+        # Segments that do not sink go to the host, and the layout is checked again without them.
+        dropped_now = _drop_segments(view, units, segments, host, is_compute, sink_all)
+        if not dropped_now:
             break
-        for edge, kind in violations:
-            why = f"host: {kind} tensor at the segment boundary ({edge.producer} -> {edge.consumer})"
-            for name, unit in ((edge.producer, edge.source), (edge.consumer, edge.target)):
-                if device_unit[unit]:
-                    for member in units.nodes[unit]:
-                        host.setdefault(member, why)
+        dropped.extend(dropped_now)
 
-    proposal = Proposal(host=host, segments=[], rounds=rounds)
     position = {name: i for i, name in enumerate(order)}
-    kept = []
+    proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped)
+    proposal.segments = [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
+                         for members in segments]
+    return proposal
+
+
+def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_compute, sink_all: bool):
+    """Send segments without arithmetic to the host, and in full sink all but the largest; returns them."""
+    dropped, kept = [], []
     for members in segments:
         nodes = [name for unit in members for name in units.nodes[unit]]
         if not any(is_compute(view.node(name).op) for name in nodes):
-            proposal.dropped.append((nodes, "trivial"))
+            dropped.append((nodes, "trivial"))
             for name in nodes:
-                host.setdefault(name, "host: its segment holds only constants, variable reads or "
-                                      "pass-through ops, not worth a GeOp")
+                host.setdefault(name, reasons.host("trivial_segment"))
             continue
-        kept.append(sorted(nodes, key=position.__getitem__))
+        kept.append(nodes)
     if not sink_all and len(kept) > 1:
         sizes = [sum(1 for name in nodes if is_compute(view.node(name).op)) for nodes in kept]
         largest = max(range(len(kept)), key=lambda i: (sizes[i], -i))
         for index, nodes in enumerate(kept):
             if index == largest:
                 continue
-            proposal.dropped.append((nodes, "full_sink"))
+            dropped.append((nodes, "full_sink"))
             for name in nodes:
-                host.setdefault(name, "host: mix_compile_mode is off, so only the largest segment sinks; "
-                                      "enable mix_compile_mode to sink this one too")
-        kept = [kept[largest]]
-    proposal.segments = kept
-    return proposal
+                host.setdefault(name, reasons.host("full_sink"))
+    return dropped
 
 
-def _unit_placement(units: _Units, host: dict[str, str]) -> list[bool]:
+def _unit_placement(units: _Units, host: dict[str, Reason]) -> list[bool]:
     """True for device units; a frame with one host node goes to the host whole."""
     device = []
     for unit, nodes in enumerate(units.nodes):
         host_nodes = [name for name in nodes if name in host]
         if host_nodes and units.frame[unit]:
             first = host_nodes[0]
-            reason = host[first][len("host: "):] if host[first].startswith("host: ") else host[first]
-            why = f"host: v1 while frame {units.frame[unit]} holds host op {first} ({reason})"
+            why = reasons.host("while_frame", frame=units.frame[unit], node=first, cause=host[first])
             for name in nodes:
                 host.setdefault(name, why)
         device.append(not host_nodes)
     return device
-
-
-def _guards(view: GraphView, units: _Units):
-    """Per unit, the v1 cond branches (Switch, port) its outputs depend on; port-wise for Switch.
-
-    Returns a function (producer node, port) -> frozenset. A Merge's output depends on what all
-    its data inputs share; a Switch adds itself; a frame unit's outputs carry what enters it.
-    """
-    if not any(view.node(name).op in SWITCH_OPS for names in units.nodes for name in names):
-        return lambda producer, port: _EMPTY
-    unit_guard: dict[int, frozenset] = {}
-    switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
-
-    def tensor_guard(producer: str, port: int) -> frozenset:
-        unit = units.of[producer]
-        if producer in switch_guard:
-            pair = switch_guard[producer]
-            return pair[0] | pair[1] if port < 0 else pair[min(port, 1)]
-        return unit_guard.get(unit, _EMPTY)
-
-    for unit in units.order:
-        nodes = units.nodes[unit]
-        if units.frame[unit]:
-            entering = _EMPTY
-            for name in nodes:
-                for text in view.node(name).input:
-                    ref = parse_input(text)
-                    producer = view.get(ref.node)
-                    if producer is None or producer.op in BACK_EDGE_OPS or units.of[ref.node] == unit:
-                        continue
-                    entering = entering | tensor_guard(ref.node, ref.port)
-            unit_guard[unit] = entering
-            continue
-        node = view.node(nodes[0])
-        data: list[frozenset] = []
-        control = _EMPTY
-        for text in node.input:
-            ref = parse_input(text)
-            if ref.node not in units.of or view.node(ref.node).op in BACK_EDGE_OPS:
-                continue
-            guard = tensor_guard(ref.node, ref.port)
-            if ref.is_control:
-                control = control | guard
-            else:
-                data.append(guard)
-        if node.op in MERGE_OPS:
-            merged = frozenset.intersection(*data) if data else _EMPTY
-            unit_guard[unit] = merged | control
-        else:
-            combined = control.union(*data) if data else control
-            unit_guard[unit] = combined
-            if node.op in SWITCH_OPS:
-                switch_guard[node.name] = (combined | {(node.name, 0)}, combined | {(node.name, 1)})
-    return tensor_guard
 
 
 def _segments(units: _Units, device: list[bool]) -> tuple[dict[int, int], list[list[int]]]:
@@ -359,8 +365,9 @@ def _segments(units: _Units, device: list[bool]) -> tuple[dict[int, int], list[l
     return segment_of, segments
 
 
-def _tied_violations(units: _Units, kinds: EdgeKinds, guards, segment_of: dict[int, int]):
-    violations = []
+def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, segment_of: dict[int, int]):
+    """Edges that may not cross the boundary they cross, and the cond edges a bridge lets cross."""
+    violations, crossings = [], []
     for edge in units.edges:
         source_segment = segment_of.get(edge.source)
         target_segment = segment_of.get(edge.target)
@@ -371,8 +378,17 @@ def _tied_violations(units: _Units, kinds: EdgeKinds, guards, segment_of: dict[i
         kind = None
         if edge.port >= 0:
             kind = kinds.tensor_kind(edge.producer, edge.port, edge.consumer)
-        if kind is None and guards(edge.producer, edge.port):
-            kind = "v1 cond branch (may be dead)"
+            if kind == READ_REF:
+                kind = None if source_segment is None else "ref (TF1 variable)"
+        if kind is None:
+            guard = guards(edge.producer, edge.port)
+            if guard:
+                bridge = bridges.bridge_for(view, edge.producer, edge.port, edge.consumer, guard, guards,
+                                            kinds.dtype(edge.producer, edge.port, edge.consumer))
+                if bridge is not None:
+                    crossings.append(bridge)
+                    continue
+                kind = "v1 cond branch (may be dead)"
         if kind is not None:
             violations.append((edge, kind))
-    return violations
+    return violations, crossings

@@ -1,7 +1,8 @@
 """The passes "placement" (host or device per node) and "partition" (device segments outlined into GeOps).
 
-placement runs first: it applies the candidate test, keeps v1 while frames whole, proposes the
-segments and stores {node: 'host'|'device'} in ctx.cache["placement"] for the passes after it.
+placement runs first: it applies the candidate test, keeps v1 while frames and cond regions with a
+host op whole on the host, proposes the segments and publishes a `Placement` (host or device per
+node) for the passes after it.
 partition runs after them (precision adds Casts in between): nodes without a decision get the
 candidate test, the segments are proposed again on the current graph and each one becomes a
 FunctionDef called by a node `GeOp<graph>_<seq>`. A graph that already holds GeOps (the second
@@ -10,6 +11,7 @@ Grappler iteration) and function bodies are left alone.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections import Counter
@@ -18,19 +20,19 @@ from tensorflow.core.framework import attr_value_pb2
 from tensorflow.core.protobuf import config_pb2
 
 from npu_sim_bridge.graph.control_flow import Frames
+from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
 from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.partition import cluster, support
+from npu_sim_bridge.passes.partition import bridges, cluster, ref_variables, support
+from npu_sim_bridge.passes.results import Placement
+from npu_sim_bridge.report import reasons
+from npu_sim_bridge.report.reasons import Reason
 from npu_sim_bridge.report.model import NodeDecision
 
 GEOP_ATTR = "_npu_sim_geop"            # on a call node: the name of its GeOp
 IN_GEOP_ATTR = "_npu_sim_in_geop"      # on a function body node: the GeOp that runs it
 STUB_ATTR = "_npu_sim_geop_stub"       # on a node that keeps the name of a node now inside a GeOp
-PLACEMENT_CACHE = "placement"
-_REASONS_CACHE = "partition/host_reasons"
-_INHERENT_CACHE = "partition/inherent_host"
-_PROPOSAL_CACHE = "partition/proposal"
 
 # Host reasons that hold in any mode: the adapter never sinks these, so they do not ask the
 # user to enable mix_compile_mode.
@@ -47,6 +49,15 @@ _graph_numbers_lock = threading.Lock()
 _CALL_CONFIG = config_pb2.ConfigProto()
 _CALL_CONFIG.graph_options.rewrite_options.disable_meta_optimizer = True
 CALL_CONFIG_PROTO = _CALL_CONFIG.SerializeToString()
+
+
+@dataclasses.dataclass
+class Proposed:
+    """What placement proposed, for partition to reuse while the graph is unchanged (`fingerprint`)."""
+
+    fingerprint: tuple
+    proposal: cluster.Proposal
+    inherent: set[str]        # host nodes the adapter never sinks (no "enable mix_compile_mode" advice)
 
 
 def already_partitioned(ctx: PassContext) -> bool:
@@ -69,7 +80,7 @@ def _candidate_test(ctx: PassContext, functions) -> support.CandidateTest:
     return support.CandidateTest(support_ctx)
 
 
-def _host_reasons(ctx: PassContext, names, test: support.CandidateTest, inherent: set[str]) -> dict[str, str]:
+def _host_reasons(ctx: PassContext, names, test: support.CandidateTest, inherent: set[str]) -> dict[str, Reason]:
     reasons = {}
     protected = ctx.item.protected_nodes
     kinds = cluster.EdgeKinds(ctx.view, test.ctx.functions)
@@ -88,10 +99,10 @@ def _host_reasons(ctx: PassContext, names, test: support.CandidateTest, inherent
 def _protected_output_problem(name: str, kinds: cluster.EdgeKinds) -> str | None:
     for port in kinds.output_types(name):
         if port.is_ref:
-            return "host: fetched or preserved, and its ref tensor cannot leave a GeOp"
+            return reasons.host("protected_tensor", kind="ref")
         kind = support.BOUNDARY_DTYPES.get(port.dtype)
         if kind:
-            return f"host: fetched or preserved, and its {kind} tensor cannot leave a GeOp"
+            return reasons.host("protected_tensor", kind=kind)
     return None
 
 
@@ -100,12 +111,14 @@ def _fingerprint(view) -> tuple:
     return tuple((node.name, node.op, tuple(node.input)) for node in view.nodes())
 
 
-def _propose(ctx: PassContext, host: dict[str, str], functions) -> cluster.Proposal:
+def _propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Proposal:
     order = topological_order(ctx.view)
     frames = Frames(ctx.view, order)
     library = ctx.ops_library()
 
     def is_compute(op: str) -> bool:
+        if op in CALLING_OPS or op in functions:  # runs the arithmetic of its branches or body
+            return True
         return op not in cluster.BOOKKEEPING_OPS and library.not_compute_kind(op) is None
 
     return cluster.propose(ctx.view, order, frames, host, kinds=cluster.EdgeKinds(ctx.view, functions),
@@ -117,7 +130,7 @@ class PlacementPass(GraphPass):
 
     name = "placement"
     description = ("host or device per node: the device op list, without_npu_compile_scope, PyFunc, "
-                   "checkpoint, summary, dataset, string and queue ops, whole v1 while frames")
+                   "checkpoint, summary, dataset, string and queue ops, whole v1 while frames and cond regions")
 
     def run(self, ctx: PassContext) -> PassResult:
         view = ctx.view
@@ -131,10 +144,8 @@ class PlacementPass(GraphPass):
         host = _host_reasons(ctx, names, _candidate_test(ctx, functions), inherent)
         proposal = _propose(ctx, host, functions)
         placement = proposal.placement(names)
-        ctx.cache[PLACEMENT_CACHE] = placement
-        ctx.cache[_REASONS_CACHE] = dict(proposal.host)
-        ctx.cache[_INHERENT_CACHE] = inherent
-        ctx.cache[_PROPOSAL_CACHE] = (_fingerprint(view), proposal)
+        ctx.publish(Placement(placement))
+        ctx.publish(Proposed(_fingerprint(view), proposal, inherent))
         for name in names:
             decision = _decision(ctx, name)
             decision.placement = placement[name]
@@ -159,7 +170,7 @@ class PlacementPass(GraphPass):
             decision.placement = placement[name]
             if reason:
                 decision.add_reason(reason)
-        ctx.cache[PLACEMENT_CACHE] = placement
+        ctx.publish(Placement(placement))
         return PassResult(changed=False, stats={"function_body": True})
 
     def _partitioned(self, ctx: PassContext, names) -> PassResult:
@@ -173,12 +184,11 @@ class PlacementPass(GraphPass):
             elif STUB_ATTR in node.attr:
                 placement[name] = decision.placement = cluster.HOST
                 decision.geop = node.attr[STUB_ATTR].s.decode()
-                decision.add_reason(f"host: keeps the name of a fetched or preserved node that runs in "
-                                    f"{decision.geop}")
+                decision.add_reason(reasons.host("geop_stub", geop=decision.geop))
             else:
                 placement[name] = decision.placement = cluster.HOST
-                decision.add_reason("host: outside the GeOps made by an earlier NpuOptimizer run")
-        ctx.cache[PLACEMENT_CACHE] = placement
+                decision.add_reason(reasons.host("outside_geops"))
+        ctx.publish(Placement(placement))
         return PassResult(changed=False, stats={"already_partitioned": True})
 
 
@@ -194,20 +204,21 @@ class PartitionPass(GraphPass):
         view = ctx.view
         names = [node.name for node in view.nodes()]
         functions = function_library(view)
-        placement = ctx.cache.get(PLACEMENT_CACHE)
-        known_reasons = ctx.cache.get(_REASONS_CACHE, {})
-        inherent: set[str] = set(ctx.cache.get(_INHERENT_CACHE, ()))
-        fingerprint, proposal = ctx.cache.get(_PROPOSAL_CACHE, (None, None))
-        if proposal is None or fingerprint != _fingerprint(view):
+        placement = ctx.result(Placement)
+        earlier = ctx.result(Proposed)
+        inherent: set[str] = set(earlier.inherent) if earlier else set()
+        proposal = earlier.proposal if earlier else None
+        if earlier is None or earlier.fingerprint != _fingerprint(view):
             test = _candidate_test(ctx, functions)
             if placement is None:
                 host = _host_reasons(ctx, names, test, inherent)
             else:
-                fresh = [name for name in names if name not in placement]
+                known_reasons = earlier.proposal.host if earlier else {}
+                fresh = [name for name in names if placement.get(name) is None]
                 host = _host_reasons(ctx, fresh, test, inherent)
                 for name in names:
                     if placement.get(name) == cluster.HOST:
-                        host[name] = known_reasons.get(name, "host: decided by the placement pass")
+                        host[name] = known_reasons.get(name, reasons.host("by_placement"))
             proposal = _propose(ctx, host, functions)
 
         for name, reason in proposal.host.items():
@@ -215,10 +226,13 @@ class PartitionPass(GraphPass):
             if decision.placement != cluster.HOST:
                 decision.placement = cluster.HOST
                 decision.add_reason(reason)
+        bridged = _bridge(ctx, proposal, functions)
+        mirrored = ref_variables.mirror_ref_variables(ctx.view, proposal.segments)
         geops = self._outline_segments(ctx, proposal, functions)
         self._warn_full_sink(ctx, proposal, geops, inherent)
         return PassResult(changed=bool(geops), stats={
             "geops": len(geops), "device_nodes": sum(len(nodes) for nodes in proposal.segments),
+            "cond_bridges": bridged, "ref_variable_copies": mirrored,
             "host_nodes": len(proposal.host)})
 
     def _outline_segments(self, ctx: PassContext, proposal: cluster.Proposal, functions) -> list[str]:
@@ -244,15 +258,15 @@ class PartitionPass(GraphPass):
                 decision.geop = geop
             geops.append(geop)
         forget_colocation(view)
-        ctx.cache[PLACEMENT_CACHE] = {node.name: (cluster.DEVICE if GEOP_ATTR in node.attr else cluster.HOST)
-                                      for node in view.nodes()}
+        ctx.publish(Placement({node.name: (cluster.DEVICE if GEOP_ATTR in node.attr else cluster.HOST)
+                               for node in view.nodes()}))
         return geops
 
     def _warn_full_sink(self, ctx: PassContext, proposal: cluster.Proposal, geops, inherent) -> None:
         if ctx.options.get("mix_compile_mode"):
             return
         notable = {name: reason for name, reason in proposal.host.items()
-                   if name not in inherent and "only constants" not in reason}
+                   if name not in inherent and reason.code != "host.trivial_segment"}
         if not notable:
             return
         ops = Counter(ctx.view.node(name).op if name in ctx.view else ctx.report.nodes[name].op
@@ -264,6 +278,25 @@ class PartitionPass(GraphPass):
             f"{len(notable)} nodes stay on the host ({listed}); enable mixed compute with "
             "parameter_map['mix_compile_mode'].b = True (NPURunConfig(mix_compile_mode=True)) so that "
             "the host runs them by design; the report gives each node's reason")
+
+
+def _bridge(ctx: PassContext, proposal: cluster.Proposal, functions) -> int:
+    """Let the v1 cond tensors the segments cut cross live (see bridges.py); returns how many edges."""
+    segment_of = {name: index for index, nodes in enumerate(proposal.segments) for name in nodes}
+    wanted = [b for b in proposal.bridges if segment_of.get(b.producer) != segment_of.get(b.consumer)]
+    if not wanted:
+        return 0
+    kinds = cluster.EdgeKinds(ctx.view, functions)
+    added = bridges.apply_bridges(ctx.view, wanted, segment_of,
+                                  lambda producer, port: kinds.dtype(producer, port, ""))
+    for name, index in added.items():
+        decision = _decision(ctx, name)
+        if index is None:
+            decision.placement = cluster.HOST
+            decision.add_reason(reasons.host("cond_bridge"))
+        else:
+            proposal.segments[index].append(name)
+    return len(wanted)
 
 
 def _free_graph_number(view, functions, count: int) -> int:

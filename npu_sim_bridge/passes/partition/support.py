@@ -9,33 +9,23 @@ from tensorflow.core.framework import function_pb2, node_def_pb2, types_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
+    CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
+    is_queue, is_summary)
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
+from npu_sim_bridge.report.reasons import Reason, host
 
 WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"
 
-GRAPH_INPUT_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
-RUNTIME_OPS = frozenset({"_Arg", "_Retval", "_Recv", "_Send", "_HostRecv", "_HostSend",
-                         "_DeviceArg", "_DeviceRetval"})
-PY_FUNC_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
-CHECKPOINT_OPS = frozenset({
-    "SaveV2", "Save", "SaveSlices", "RestoreV2", "Restore", "RestoreSlice", "MergeV2Checkpoints",
-    "ShardedFilename", "ShardedFilespec", "ReadFile", "WriteFile", "MatchingFiles",
-})
-VARIABLE_OPS = frozenset({
-    "VarHandleOp", "_VarHandlesOp", "VariableV2", "Variable", "TemporaryVariable", "DestroyTemporaryVariable",
-    "HashTable", "HashTableV2", "MutableHashTable", "MutableHashTableV2", "MutableHashTableOfTensors",
-    "MutableHashTableOfTensorsV2", "MutableDenseHashTable", "MutableDenseHashTableV2",
-})
-# String tensors these ops take or give carry no string computation (messages, constants).
-STRING_CARRIERS = frozenset({"Const", "Assert", "Identity", "NoOp"})
+STRING_CARRIERS = STRING_CARRIER_OPS
 # Tensors of these dtypes may not cross a GeOp boundary (resource handles only from variable ops).
 BOUNDARY_DTYPES = {types_pb2.DT_STRING: "string", types_pb2.DT_VARIANT: "variant",
                    types_pb2.DT_RESOURCE: "resource"}
 
 FuncLibrary = Mapping[str, function_pb2.FunctionDef]
-Predicate = Callable[[node_def_pb2.NodeDef, "SupportContext"], "str | None"]
+Predicate = Callable[[node_def_pb2.NodeDef, "SupportContext"], "Reason | None"]
 
 
 @dataclasses.dataclass
@@ -52,59 +42,58 @@ class SupportContext:
 # ------------------------------------------------------------------------------------ predicates
 def graph_input(node, ctx):
     if node.op in GRAPH_INPUT_OPS:
-        return f"host: graph input ({node.op}) stays outside the GeOps, which take its value"
+        return host("graph_input", op=node.op)
     if node.op in RUNTIME_OPS:
-        return f"host: runtime op {node.op} stays outside the GeOps"
+        return host("runtime_op", op=node.op)
     return None
 
 
 def fed_by_session(node, ctx):
     if node.name in ctx.fed:
-        return "host: fed by the session, so it keeps its name outside the GeOps"
+        return host("fed")
     return None
 
 
 def scoped_to_host(node, ctx):
     attr = node.attr.get(WITHOUT_NPU_COMPILE_ATTR)
     if attr is not None and attr.WhichOneof("value") == "b" and attr.b:
-        return "host: in without_npu_compile_scope"
+        return host("scoped")
     return None
 
 
 def py_func(node, ctx):
     if node.op in PY_FUNC_OPS:
-        return f"host: {node.op} runs on the host"
+        return host("py_func", op=node.op)
     return None
 
 
 def checkpoint_io(node, ctx):
     if node.op in CHECKPOINT_OPS:
-        return f"host: checkpoint op {node.op} runs on the host"
+        return host("checkpoint", op=node.op)
     return None
 
 
 def summary(node, ctx):
-    if "Summary" in node.op:
-        return f"host: summary op {node.op} runs on the host"
+    if is_summary(node.op):
+        return host("summary", op=node.op)
     return None
 
 
 def data_input(node, ctx):
-    if "Dataset" in node.op or "Iterator" in node.op:
-        return f"host: dataset/iterator op {node.op} runs on the host"
+    if is_data_input(node.op):
+        return host("data_input", op=node.op)
     return None
 
 
 def queue(node, ctx):
-    if "Queue" in node.op or node.op.startswith("Barrier") or node.op in ("Stage", "Unstage", "MapStage"):
-        return f"host: queue op {node.op} runs on the host"
+    if is_queue(node.op):
+        return host("queue", op=node.op)
     return None
 
 
 def variable(node, ctx):
     if node.op in VARIABLE_OPS:
-        return (f"host: variable op {node.op} stays on the host; its reads and updates take the "
-                "handle as a GeOp input")
+        return host("variable", op=node.op)
     return None
 
 
@@ -112,7 +101,7 @@ def string_op(node, ctx):
     if node.op in STRING_CARRIERS:
         return None
     if any(port.dtype == types_pb2.DT_STRING for port in _all_ports(node, ctx.functions)):
-        return f"host: string op {node.op} (string tensors stay on the host)"
+        return host("string_op", op=node.op)
     return None
 
 
@@ -135,13 +124,16 @@ def device_op_list(node, ctx):
         base = "Cast"
     if base is not None and ctx.ops_library.device_supported(base, mix_compile=ctx.mix_compile):
         return None
-    reason = f"host: op type {node.op} is not in the device op list"
+    parts = grappler_fused_parts(node)  # made by Grappler before NpuOptimizer: runs where its parts run
+    if parts and all(ctx.ops_library.device_supported(op, mix_compile=ctx.mix_compile) for op in parts):
+        return None
+    if ctx.mix_compile and ctx.ops_library.device_supported(node.op):
+        return host("gray_in_mix", op=node.op)
+    note = ""
     if node.op.startswith("_Fused"):
-        reason += (" (Grappler's remapper made it: turn remapping off, "
-                   "rewrite_options.remapping = RewriterConfig.OFF, as npu_config_proto does)")
-    elif ctx.mix_compile and ctx.ops_library.device_supported(node.op):
-        reason = f"host: op type {node.op} is marked isGray in the device op list (host in mixed compute)"
-    return reason
+        note = (" (Grappler's remapper made it: turn remapping off, "
+                "rewrite_options.remapping = RewriterConfig.OFF, as npu_config_proto does)")
+    return host("not_device_op", op=node.op, note=note)
 
 
 NODE_PREDICATES: tuple[Predicate, ...] = (
@@ -158,22 +150,40 @@ class CandidateTest:
         self.ctx = ctx
         self.predicates = tuple(predicates)
 
-    def __call__(self, node: node_def_pb2.NodeDef) -> str | None:
+    def __call__(self, node: node_def_pb2.NodeDef) -> Reason | None:
         return self.explain(node)[0]
 
-    def explain(self, node: node_def_pb2.NodeDef) -> tuple[str | None, Predicate | None]:
+    def explain(self, node: node_def_pb2.NodeDef) -> tuple[Reason | None, Predicate | None]:
         """(host reason, the predicate that gave it), or (None, None) for a device candidate."""
         for predicate in self.predicates:
             try:
                 reason = predicate(node, self.ctx)
             except UnsupportedGraphError as err:
-                return f"host: {err}", predicate
+                return host("unsupported_graph", error=str(err)), predicate
             if reason:
                 return reason, predicate
         return None, None
 
 
 # ------------------------------------------------------------------------------------- helpers
+def grappler_fused_parts(node) -> list[str]:
+    """The TF ops a node that Grappler fused stands for (remapper's _Fused* ops, the arithmetic
+    optimizer's _UnaryOpsComposition), base op first; empty for any other node. On the NPU these
+    ops arrive unfused, so the device takes the node when it takes every part."""
+    if node.op == "_UnaryOpsComposition":
+        return [name.decode() for name in node.attr["op_names"].list.s]
+    base = FUSED_BASE_OPS.get(node.op)
+    if base is None:
+        return []
+    fused = [name.decode() for name in node.attr["fused_ops"].list.s] if "fused_ops" in node.attr else []
+    return [base] + [_FUSED_OP_TYPES.get(op, op) for op in fused]
+
+
+# The names remapper writes in `fused_ops` that are not op types.
+_FUSED_OP_TYPES = {"LeakyRelu": "LeakyRelu", "GeluApproximate": "Gelu", "GeluExact": "Gelu",
+                   "FusedBatchNorm": "FusedBatchNormV3"}
+
+
 def _all_ports(node, functions):
     return output_ports(node, functions) + input_ports(node, functions)
 
@@ -192,22 +202,20 @@ def _called_functions(node, functions) -> list[str]:
     return [name for name in names if name]
 
 
-def _function_verdict(function_name: str, ctx: SupportContext) -> str | None:
+def _function_verdict(function_name: str, ctx: SupportContext) -> Reason | None:
     verdicts = ctx._function_verdicts
     if function_name in verdicts:
         return verdicts[function_name]
     func = ctx.functions.get(function_name)
     if func is None:
-        verdicts[function_name] = (f"host: calls function {function_name}, which the graph library "
-                                   "does not define")
+        verdicts[function_name] = host("undefined_function", function=function_name)
         return verdicts[function_name]
     verdicts[function_name] = None  # a recursive call does not decide anything by itself
     reason = None
     for body_node in func.node_def:
         objection = CandidateTest(ctx, NODE_PREDICATES)(body_node)
         if objection:
-            inner = objection[len("host: "):] if objection.startswith("host: ") else objection
-            reason = f"host: function {function_name} holds host op {body_node.name} ({inner})"
+            reason = host("function_body", function=function_name, node=body_node.name, cause=objection)
             break
     verdicts[function_name] = reason
     return reason

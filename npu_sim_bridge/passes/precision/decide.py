@@ -39,6 +39,8 @@ from tensorflow.core.framework import types_pb2
 from npu_sim_bridge.config.registry import effective_precision_mode
 from npu_sim_bridge.errors import ConfigError, UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.op_categories import (CALLING_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS,
+                                                 PASS_THROUGH_OPS)
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
 from npu_sim_bridge.passes.precision.marks import ORIG_PREFIX, is_inserted_conversion
@@ -54,20 +56,12 @@ SOURCE, PINNED, PLUMBING, CAST, OPAQUE, FIXED, GRAY, INSERTED = (
 MIX_MODES = ("allow_mix_precision", "allow_mix_precision_bf16")
 KEEP_DTYPE_ATTR = "_keep_dtype"
 
-PLUMBING_OPS = frozenset({
-    "Identity", "Snapshot", "StopGradient", "PreventGradient", "IdentityN", "EnsureShape",
-    "Squeeze", "ExpandDims", "Enter", "Exit", "Merge", "Switch", "NextIteration",
-})
-SOURCE_OPS = frozenset({"_Arg", "_DeviceArg", "Const", "HostConst", "Placeholder", "PlaceholderV2",
-                        "PlaceholderWithDefault"})
+PLUMBING_OPS = PASS_THROUGH_OPS
+SOURCE_OPS = frozenset({"_Arg", "_DeviceArg", "Const", "HostConst"}) | GRAPH_INPUT_OPS
 SINK_OPS = frozenset({"_Retval", "_DeviceRetval"})
-FUNCTIONAL_OPS = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
-                            "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient"})
+FUNCTIONAL_OPS = CALLING_OPS | frozenset({"SymbolicGradient"})
 # Grappler's remapper may fuse ops before NpuOptimizer sees them; they take the list of the base op.
-FUSED_BASE = {
-    "_FusedConv2D": "Conv2D", "_FusedMatMul": "MatMul", "_FusedDepthwiseConv2dNative": "DepthwiseConv2dNative",
-    "_FusedConv3D": "Conv3D", "_FusedBatchNormEx": "FusedBatchNormV3",
-}
+FUSED_BASE = FUSED_BASE_OPS
 # Type attrs that stay as they are when the op's dtype changes (batch norm statistics stay float32).
 _FIXED_ATTRS = {"FusedBatchNorm": ("U",), "FusedBatchNormV2": ("U",), "FusedBatchNormV3": ("U",),
                 "FusedBatchNormGradV2": ("U",), "FusedBatchNormGradV3": ("U",), "_FusedBatchNormEx": ("U",)}

@@ -16,13 +16,9 @@ from __future__ import annotations
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.graph.names import TensorRef, parse_input
+from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.precision import ports
-
-# Ops whose func-valued attrs name bodies that run as part of the graph (dataset functions run on the
-# host input pipeline and are left alone).
-CALLING_OPS = frozenset({"While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
-                         "PartitionedCall", "StatefulPartitionedCall"})
 
 
 def called_functions(nodes, functions) -> list[str]:

@@ -12,14 +12,13 @@ from npu_sim_bridge.passes.precision import casts, marks, ports, rounding
 from npu_sim_bridge.passes.precision import functions as fn
 from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of
 from npu_sim_bridge.passes.precision.lists import build_lists
+from npu_sim_bridge.passes.results import Placement
 from npu_sim_bridge.report.model import NodeDecision
 
 # The placement pass (run before this one) stores {node: 'host' | 'device'} here; host nodes keep their dtype.
-PLACEMENT_CACHE = "placement"
 
 # This pass stores {node: (input dtypes, output dtypes)} here: the dtype each data port holds on the NPU
 # (float16 where the op runs in float16, also when emulated in float32); the dump pass reads it.
-NPU_DTYPES_CACHE = "precision/npu_dtypes"
 
 
 class PrecisionPass(GraphPass):
@@ -55,9 +54,10 @@ class PrecisionPass(GraphPass):
         preserved = set(item.preserve) - fetched - fed
         functions = {f.signature.name: f for f in view.graph_def.library.function}
         totals = _Totals()
-        host = {name for name, where in (ctx.cache.get(PLACEMENT_CACHE) or {}).items() if where == "host"}
+        placement = ctx.result(Placement)
+        host = placement.host_nodes() if placement is not None else set()
         plans = Decider(view, library, lists, mode, fetched, fed, preserved, functions, host=host).run()
-        ctx.cache[NPU_DTYPES_CACHE] = NpuPortDtypes(plans)
+        ctx.publish(NpuPortDtypes(plans))
         _fill_report(report, plans, prefix="")
         rewriter = None
         round_kernel = rewrite and rounding.uses_kernel(ctx, mode)

@@ -1,0 +1,87 @@
+"""Why a node went where it went, as a value: a code plus details, rendered to text only for people.
+
+Passes build `Reason`s and hand them to the report; code that needs to know why (the full-sink
+warning, a cond region naming the op that kept it on the host) reads the code and the details,
+never the text. `Reason.text()` renders a sentence from the code's template; a reason that wraps
+another (`cause`) renders it inline. Codes of placement decisions start with "host.".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+_TEMPLATES: dict[str, str] = {
+    "text": "{text}",
+    "host.graph_input": "graph input ({op}) stays outside the GeOps, which take its value",
+    "host.runtime_op": "runtime op {op} stays outside the GeOps",
+    "host.fed": "fed by the session, so it keeps its name outside the GeOps",
+    "host.scoped": "in without_npu_compile_scope",
+    "host.py_func": "{op} runs on the host",
+    "host.checkpoint": "checkpoint op {op} runs on the host",
+    "host.summary": "summary op {op} runs on the host",
+    "host.data_input": "dataset/iterator op {op} runs on the host",
+    "host.queue": "queue op {op} runs on the host",
+    "host.variable": "variable op {op} stays on the host; its reads and updates take the handle as a GeOp input",
+    "host.string_op": "string op {op} (string tensors stay on the host)",
+    "host.unsupported_graph": "{error}",
+    "host.undefined_function": "calls function {function}, which the graph library does not define",
+    "host.function_body": "function {function} holds host op {node} ({cause})",
+    "host.not_device_op": "op type {op} is not in the device op list{note}",
+    "host.gray_in_mix": "op type {op} is marked isGray in the device op list (host in mixed compute)",
+    "host.protected_tensor": "fetched or preserved, and its {kind} tensor cannot leave a GeOp",
+    "host.frame_tangled": "v1 while frame {frame} is tangled in a cycle with nodes outside it",
+    "host.while_frame": "v1 while frame {frame} holds host op {node} ({cause})",
+    "host.cond_region": "v1 cond region of predicate {predicate} holds host op {node} ({cause})",
+    "host.boundary_tensor": "{kind} tensor at the segment boundary ({producer} -> {consumer})",
+    "host.trivial_segment": "its segment holds only constants, variable reads or pass-through ops, not worth a GeOp",
+    "host.full_sink": "mix_compile_mode is off, so only the largest segment sinks; enable mix_compile_mode "
+                      "to sink this one too",
+    "host.cond_bridge": "carries a v1 cond branch tensor live across a GeOp boundary",
+    "host.geop_stub": "keeps the name of a fetched or preserved node that runs in {geop}",
+    "host.outside_geops": "outside the GeOps made by an earlier NpuOptimizer run",
+    "host.by_placement": "decided by the placement pass",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """A decision's why: `code` names the rule, `details` its facts (op, node, frame, cause, ...)."""
+
+    code: str
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def is_host(self) -> bool:
+        return self.code.startswith("host.")
+
+    def get(self, key: str, default=None):
+        return self.details.get(key, default)
+
+    def body(self) -> str:
+        """The sentence without its "host: " prefix (how a wrapping reason quotes it)."""
+        template = _TEMPLATES.get(self.code)
+        values = {key: (value.body() if isinstance(value, Reason) else value) for key, value in self.details.items()}
+        if template is None:
+            return f"{self.code} {values}" if values else self.code
+        return template.format(**values)
+
+    def text(self) -> str:
+        return f"host: {self.body()}" if self.is_host else self.body()
+
+    __str__ = text
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: the code and the details (a wrapped reason as its own dict)."""
+        return {"code": self.code, **{key: (value.to_dict() if isinstance(value, Reason) else value)
+                                      for key, value in self.details.items()}}
+
+
+def host(code: str, **details) -> Reason:
+    """A placement reason: the node stays on the host (`code` without its "host." prefix)."""
+    return Reason("host." + code, details)
+
+
+def as_reason(value: "Reason | str") -> Reason:
+    """A Reason for a value that passes still give as text."""
+    return value if isinstance(value, Reason) else Reason("text", {"text": value})
