@@ -99,12 +99,26 @@ class Plan:
     def npu_of_port(self, port: int) -> int | None:
         if self.port_npu is not None:
             return self.port_npu[port] if port < len(self.port_npu) else None
+        if self._fixed_port(port):
+            return self.sig.outputs[port].dtype
         return self.npu
 
     def vote_of_port(self, port: int) -> int:
         if self.port_votes is not None:
             return self.port_votes[port] if port < len(self.port_votes) else NONE
+        if self.vote != NONE and self._fixed_port(port):
+            return HIGH if self.sig.outputs[port].dtype not in ports.LOW_TYPES else LOW
         return self.vote
+
+    def _fixed_port(self, port: int) -> bool:
+        """An output whose type attr never changes with the op (the batch statistics, reserve spaces and
+        scale/offset gradients of a batch norm): it keeps its dtype, and its consumers follow that dtype,
+        not the op's."""
+        fixed = _FIXED_ATTRS.get(self.op)
+        if not fixed or port >= len(self.sig.outputs):
+            return False
+        out = self.sig.outputs[port]
+        return out.is_float and out.type_attr in fixed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -398,6 +412,8 @@ class Decider:
             vote, follows, port = self._combine(governed)
             npu = self.plans[follows].npu_of_port(port) if follows is not None else plan.orig
         else:
+            if plan.op in _FIXED_ATTRS:  # a batch norm follows its data inputs, not its float32 statistics
+                edges = [e for e in edges if plan.sig.inputs[e[2]].type_attr in plan.attrs]
             vote, follows, port = self._combine(edges)
             npu = self.mode.low if vote == LOW else plan.orig
         if vote == plan.vote and npu == plan.npu and follows == plan.follows:
