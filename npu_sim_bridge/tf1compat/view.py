@@ -192,8 +192,12 @@ def tf1_module():
 
 def _keras_src_module(rest):
     """TensorFlow 1.15's tensorflow.python.keras.<rest> is keras 2.15's keras.src.<rest>; None when it has none."""
-    current = python_view(importlib.import_module("keras.src"))
-    for part in rest:
+    return _submodule_at(python_view(importlib.import_module("keras.src")), rest)
+
+
+def _submodule_at(current, parts):
+    """The module reached from `current` through the attributes `parts`; None if one is missing or not a module."""
+    for part in parts:
         try:
             current = getattr(current, part)
         except AttributeError:
@@ -217,12 +221,4 @@ def tf1_submodule(parts):
         return contrib.import_contrib(parts[1:])
     if parts[:2] == ["python", "keras"]:
         return _keras_src_module(parts[2:])
-    current = tf1_module()
-    for part in parts:
-        try:
-            current = getattr(current, part)
-        except AttributeError:
-            return None
-        if not isinstance(current, types.ModuleType):
-            return None
-    return current
+    return _submodule_at(tf1_module(), parts)
