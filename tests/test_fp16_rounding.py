@@ -158,3 +158,30 @@ def test_the_gradient_goes_back_through_the_same_rounding_as_through_the_casts()
         kernel, casts = sess.run([kernel, casts])
     np.testing.assert_array_equal(kernel, casts)
     assert np.isinf(kernel[-1])  # 70000 overflows float16 on the way back too
+
+
+def test_bodies_xla_compiles_round_with_casts_and_train_as_with_casts_everywhere(npu_config):
+    # Keras runs grouped convolutions through a tf.function(jit_compile=True): XLA has no kernel for the
+    # rounding op, so those bodies (forward and gradient) keep Cast pairs and the step still runs.
+    def train(rounding):
+        with tf.Graph().as_default() as graph:
+            x = tf.compat.v1.placeholder(tf.float32, [2, 8, 8, 4])
+            init = tf.keras.initializers.GlorotUniform(seed=1)
+            y = tf.keras.layers.Conv2D(4, 3, groups=2, padding="same", kernel_initializer=init)(x)
+            logits = tf.keras.layers.Dense(3, kernel_initializer=init)(tf.reshape(y, [2, -1]))
+            loss = tf.reduce_mean(tf.square(logits))
+            train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+            init = tf.compat.v1.global_variables_initializer()
+        data = np.random.default_rng(0).random((2, 8, 8, 4), dtype=np.float32)
+        config = npu_config(precision_mode="allow_mix_precision", sim_fp16_rounding=rounding)
+        with tf.compat.v1.Session(graph=graph, config=config) as sess:
+            sess.run(init)
+            return [sess.run([loss, train_op], {x: data})[0] for _ in range(2)]
+
+    kernel_losses = train("kernel")
+    report = _sim_report()
+    compiled = {name for name, d in report.nodes.items()
+                if "jit_compiled_convolution_op" in name and d.reason and "float16 round trip" in d.reason}
+    assert compiled and all(report.nodes[name].op == "Cast" for name in compiled)
+    assert "NpuSimRoundToFloat16" in _round_ops(report)   # the main graph still uses the kernel
+    assert kernel_losses == train("cast")

@@ -57,6 +57,30 @@ def reachable_functions(view, functions) -> list[str]:
     return order
 
 
+_XLA_ATTRS = ("_XlaMustCompile", "_XlaCompile")
+
+
+def _compiled(attrs) -> bool:
+    return any(key in attrs and attrs[key].b for key in _XLA_ATTRS)
+
+
+def xla_compiled_functions(view, functions) -> set[str]:
+    """The functions XLA compiles: those marked for it (`tf.function(jit_compile=True)`, as Keras's grouped
+    convolutions are), those a call node marks, and every function they call in turn."""
+    compiled = {name for name, fdef in functions.items() if _compiled(fdef.attr)}
+    for nodes in [view.nodes(), *(fdef.node_def for fdef in functions.values())]:
+        for node in nodes:
+            if _compiled(node.attr):
+                compiled.update(called_functions([node], functions))
+    order = list(compiled)
+    while order:
+        for name in called_functions(functions[order.pop()].node_def, functions):
+            if name not in compiled:
+                compiled.add(name)
+                order.append(name)
+    return compiled
+
+
 def is_parametrized(fdef) -> bool:
     args = list(fdef.signature.input_arg) + list(fdef.signature.output_arg)
     return any(a.type_attr or a.type_list_attr or a.number_attr for a in args)

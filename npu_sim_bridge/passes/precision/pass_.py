@@ -95,6 +95,8 @@ class PrecisionPass(GraphPass):
                    round_kernel=False) -> int:
         """Decide (and when `rewrite`, rewrite) the bodies of the functions the graph calls."""
         count = 0
+        # XLA has no kernel for the rounding op: bodies it compiles round with Cast pairs (the same values).
+        compiled = fn.xla_compiled_functions(view, functions) if round_kernel else set()
         for fname in fn.reachable_functions(view, functions):
             fdef = functions[fname]
             if fn.is_parametrized(fdef):
@@ -109,7 +111,8 @@ class PrecisionPass(GraphPass):
             if not rewrite:
                 totals.add(plans, None)
                 continue
-            rewriter = casts.Rewriter(body_view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
+            rewriter = casts.Rewriter(body_view, plans, mode.low, mode.emulate, setting, functions,
+                                      round_kernel and fname not in compiled)
             rewriter.apply()
             results = dict(body.results)
             dtypes = body.result_dtypes()
