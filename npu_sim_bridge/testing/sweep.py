@@ -1,9 +1,12 @@
-"""The model sweep: train one graph under NpuOptimizer configured four ways and measure what sinks.
+"""The model sweep: train one graph under NpuOptimizer configured five ways and measure what sinks.
 
-For each model the same tf.Graph runs in four Sessions that start from the same variable values
+For each model the same tf.Graph runs in five Sessions that start from the same variable values
 and see the same batches:
 
     plain      NpuOptimizer with sim_passes=none (the reference: float32, unrewritten)
+    fp32_in16  as plain, with every float batch rounded to float16 before it is fed: how far float32
+               training itself moves from the smallest perturbation any float16 run makes (the
+               "float32 floor" of the loss gap; the rounding changes each value by at most 2**-11)
     pp_full    placement + partition only, full sink (the default mode)
     pp_mix     placement + partition only, mix_compile_mode on
     mixed      every pass, allow_mix_precision, full sink
@@ -29,7 +32,7 @@ from npu_sim_bridge.report import history
 from npu_sim_bridge.testing.models import ModelGraph
 
 _v1 = tf.compat.v1
-RUNS = ("plain", "pp_full", "pp_mix", "mixed")
+RUNS = ("plain", "fp32_in16", "pp_full", "pp_mix", "mixed")
 # Host ops that every graph has and that sit outside the segments by design (not crossings).
 _NOT_CROSSINGS = frozenset({"host.graph_input", "host.fed", "host.variable", "host.trivial_segment"})
 
@@ -68,6 +71,14 @@ class SweepRow:
         return abs(mixed - plain) / max(abs(plain), 1e-12)
 
     @property
+    def fp32_floor(self) -> float:
+        """|fp32_in16 - plain| / |plain| after the steps: float32's own response to float16-sized input noise."""
+        plain, rounded = self.losses.get("plain"), self.losses.get("fp32_in16")
+        if plain is None or rounded is None:
+            return float("nan")
+        return abs(rounded - plain) / max(abs(plain), 1e-12)
+
+    @property
     def bit_identical(self) -> bool:
         """The placement + partition runs measured (at least one) gave the plain losses bit for bit."""
         plain = self.losses.get("plain")
@@ -86,7 +97,8 @@ def session_config(run: str, remapping: bool = False) -> _v1.ConfigProto:
     rewrite = config.graph_options.rewrite_options
     custom = rewrite.custom_optimizers.add()
     custom.name = "NpuOptimizer"
-    passes = {"plain": "none", "pp_full": "placement,partition", "pp_mix": "placement,partition"}.get(run, "all")
+    passes = {"plain": "none", "fp32_in16": "none",
+              "pp_full": "placement,partition", "pp_mix": "placement,partition"}.get(run, "all")
     custom.parameter_map["sim_passes"].s = passes.encode()
     custom.parameter_map["mix_compile_mode"].b = run == "pp_mix"
     custom.parameter_map["precision_mode"].s = (b"allow_mix_precision" if run == "mixed" else b"force_fp32")
@@ -107,6 +119,7 @@ def measure(name: str, build: Callable[[], ModelGraph], steps: int = 3, remappin
         holders = [_v1.placeholder(v.dtype.base_dtype, v.shape) for v in variables]
         load = tf.group(*[_v1.assign(v, h) for v, h in zip(variables, holders)])
     feeds = [model.feed(np.random.default_rng(step)) for step in range(steps + 1)]
+    rounded = [rounded_to_float16(feed) for feed in feeds]
     start_values = None
     for run in runs:
         history.clear_reports()
@@ -122,7 +135,8 @@ def measure(name: str, build: Callable[[], ModelGraph], steps: int = 3, remappin
             times, loss = [], None
             for step in range(steps + 1):
                 began = time.perf_counter()
-                loss, _ = sess.run([model.loss, model.train_op], feeds[step])
+                feed = rounded[step] if run == "fp32_in16" else feeds[step]
+                loss, _ = sess.run([model.loss, model.train_op], feed)
                 times.append(time.perf_counter() - began)
             row.losses[run] = float(loss)
             row.step_seconds[run] = float(np.mean(times[1:]))
@@ -130,6 +144,13 @@ def measure(name: str, build: Callable[[], ModelGraph], steps: int = 3, remappin
         if train_report is not None:
             _read_report(row, run, train_report, model)
     return row
+
+
+def rounded_to_float16(feed: dict) -> dict:
+    """The feed with every float32 array rounded to the nearest float16 (and back to float32)."""
+    return {key: value.astype(np.float16).astype(np.float32)
+            if isinstance(value, np.ndarray) and value.dtype == np.float32 else value
+            for key, value in feed.items()}
 
 
 def _train_report(model: ModelGraph):
@@ -207,5 +228,5 @@ def table(rows) -> str:
             f"{row.model:<20} {row.nodes:>6} {row.heavy_device:>7}/{row.heavy_total:<5} ({row.heavy_share:>4.0%})"
             f" {row.geops_full:>9} {row.geops_mix:>9} {row.host_crossings:>9} {row.fp16_share:>10.0%}"
             f" {row.losses.get('plain', float('nan')):>10.5f} {row.losses.get('mixed', float('nan')):>10.5f}"
-            f" {row.loss_gap:>7.2%} {str(row.bit_identical):>13} {row.step_ratio:>10.2f}")
+            f" {row.loss_gap:>7.2%} {row.fp32_floor:>10.2%} {str(row.bit_identical):>13} {row.step_ratio:>10.2f}")
     return "\n".join(lines)
