@@ -12,20 +12,14 @@ With NPU_SIM_SKIP_NATIVE=1 NpuOptimizer is not registered at all, so such a Sess
 with NativeBuildError instead: TensorFlow ignores a custom optimizer name nobody registered and
 would run every graph unrewritten.
 
-The guard wraps BaseSession.__init__, now if TensorFlow's session module is loaded, else as soon
-as it is (importing npu_sim_bridge does not import TensorFlow).
+The guard is the last hook of session_hooks.py, which owns the one wrapper of BaseSession.__init__.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.abc
-import importlib.machinery
-import sys
-
+from npu_sim_bridge import session_hooks
 from npu_sim_bridge.errors import NativeBuildError
 
-_SESSION_MODULE = "tensorflow.python.client.session"
 _NAME = "NpuOptimizer"
 
 _refuse = False  # True when the shim is skipped: Sessions naming NpuOptimizer are refused
@@ -35,11 +29,12 @@ def install(skip_native: bool = False) -> None:
     """Guard the Sessions of this process; `skip_native` when the shim is not loaded (refuse them)."""
     global _refuse
     _refuse = _refuse or skip_native
-    module = sys.modules.get(_SESSION_MODULE)
-    if module is not None:
-        _wrap(module)
-    elif not any(isinstance(finder, _SessionModuleFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _SessionModuleFinder())
+    session_hooks.add("guard", session_hooks.GUARD, _guard)
+
+
+def _guard(session, target, config):
+    check_config(config)
+    return target, every_graph_config(config)
 
 
 def names_npu_optimizer(config) -> bool:
@@ -66,42 +61,3 @@ def every_graph_config(config):
     copy.CopyFrom(config)
     copy.graph_options.rewrite_options.min_graph_nodes = -1
     return copy
-
-
-def _wrap(module) -> None:
-    base = module.BaseSession
-    if getattr(base.__init__, "_npu_sim_guard", False):
-        return
-    original = base.__init__
-
-    @functools.wraps(original)
-    def __init__(self, target="", graph=None, config=None):  # noqa: N807 - the wrapped method's name
-        self._session = None  # what BaseSession.__del__ reads, should the check refuse the Session
-        self._closed = True
-        check_config(config)
-        original(self, target, graph, every_graph_config(config))
-
-    __init__._npu_sim_guard = True
-    base.__init__ = __init__
-
-
-class _SessionModuleFinder(importlib.abc.MetaPathFinder):
-    """Wraps BaseSession.__init__ once TensorFlow's session module has been executed."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != _SESSION_MODULE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return None
-        loader = spec.loader
-        original_exec = loader.exec_module
-
-        def exec_module(module):
-            original_exec(module)
-            _wrap(module)
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-
-        loader.exec_module = exec_module
-        return spec

@@ -12,15 +12,13 @@ NPUEstimator) goes through it, so `enable_mixed_precision` reaches all of them.
 
 Sessions the script builds itself (`tf.Session(config=...)`) are not touched: importing npu_init
 does NOT make every Session use NpuOptimizer. The newest real adapter does that at import (it
-patches Session.__init__); here it is opt-in, `enable_npu_for_all_sessions()` (or the environment
+patches Session.__init__); here it is opt-in (a hook of session_hooks.py), `enable_npu_for_all_sessions()` (or the environment
 variable NPU_SIM_ALL_SESSIONS=1, or `npu-sim run --all-sessions`), because a simulator process
 often needs plain-TensorFlow Sessions too (a float32 baseline to compare against, dumps to compare),
 and because the patch rewrites configs the script never handed to the adapter. Unlike the real
 patch, the opt-in one works on a copy of the Session's config.
 """
 
-import functools
-import inspect
 import os
 import warnings
 
@@ -28,6 +26,7 @@ from tensorflow.core.protobuf import config_pb2
 from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 from tensorflow.python.client import session as session_lib
 
+from npu_sim_bridge import session_hooks
 from npu_sim_bridge.config.options import NPU_OPTIMIZER_NAME, NpuSimConfigWarning
 from npu_sim_bridge.config.registry import is_mix_precision
 from npu_sim_bridge.runtime.hccl import cluster
@@ -167,24 +166,15 @@ def close_session(sess):
 # Opt-in: every Session gets the NpuOptimizer (what the newest npu_bridge does at import).
 
 _PATCHED_CLASSES = (session_lib.Session, session_lib.InteractiveSession)
-_originals = {}
 
 
-def _npu_session_init(original):
-    signature = inspect.signature(original)
-
-    @functools.wraps(original)
-    def init(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        given = bound.arguments.get("config")
-        config = config_pb2.ConfigProto()
-        if given is not None:
-            config.CopyFrom(_check_config_proto(given, type(self).__name__))
-        bound.arguments["config"] = npu_config_proto(config)
-        return original(*bound.args, **bound.kwargs)
-
-    init.npu_sim_original = original
-    return init
+def _npu_for_every_session(session, target, config):
+    if not isinstance(session, _PATCHED_CLASSES):
+        return target, config
+    npu_config = config_pb2.ConfigProto()
+    if config is not None:
+        npu_config.CopyFrom(_check_config_proto(config, type(session).__name__))
+    return target, npu_config_proto(npu_config)
 
 
 def enable_npu_for_all_sessions():
@@ -192,22 +182,17 @@ def enable_npu_for_all_sessions():
 
     Undo with disable_npu_for_all_sessions(). Calling it twice is harmless.
     """
-    for cls in _PATCHED_CLASSES:
-        if cls not in _originals:
-            _originals[cls] = cls.__init__
-            cls.__init__ = _npu_session_init(cls.__init__)
+    session_hooks.add("all_sessions", session_hooks.ALL_SESSIONS, _npu_for_every_session)
 
 
 def disable_npu_for_all_sessions():
     """Undo enable_npu_for_all_sessions(): new Sessions use the config they are given, unchanged."""
-    for cls, original in list(_originals.items()):
-        cls.__init__ = original
-        del _originals[cls]
+    session_hooks.remove("all_sessions")
 
 
 def npu_for_all_sessions_enabled():
     """True while enable_npu_for_all_sessions() is in effect."""
-    return bool(_originals)
+    return session_hooks.active("all_sessions")
 
 
 def enable_from_environment(environ=None):

@@ -11,8 +11,8 @@ same group leader.
 Once `route_sessions()` has been called in a process with RANK_SIZE > 1 (importing npu_init or an
 npu_bridge/hccl module through the alias does it, and so do npu_config_proto and building an hccl
 op), every Session created with an empty target (tf.Session, MonitoredTrainingSession / Estimator,
-Keras) gets that target and config, whatever the config it was given: the patch is on
-BaseSession.__init__, below the opt-in NpuOptimizer patch of session.py, so both can be on. The
+Keras) gets that target and config, whatever the config it was given: a hook of
+session_hooks.py, after the opt-in NpuOptimizer hook of session.py, so both can be on. The
 server is started by the first such Session, which then waits (HCCL_CONNECT_TIMEOUT seconds,
 default 120) until every other rank's server accepts connections. With RANK_SIZE 1 nothing here
 runs. A rank's collectives finish only once their data has been taken by the peers, so a rank that
@@ -25,8 +25,8 @@ import threading
 import time
 
 from tensorflow.core.protobuf import config_pb2
-from tensorflow.python.client import session as session_lib
 
+from npu_sim_bridge import session_hooks
 from npu_sim_bridge.runtime.hccl import ranktable
 
 JOB = "worker"
@@ -36,7 +36,6 @@ DEFAULT_CONNECT_TIMEOUT = 120.0
 _lock = threading.RLock()
 _server = None
 _info = None
-_original_init = None
 
 
 def info():
@@ -149,21 +148,11 @@ def session_arguments(target, config):
 
 def route_sessions():
     """With RANK_SIZE > 1, make every new Session with an empty target run on this rank's server. Idempotent."""
-    global _original_init
-    with _lock:
-        if _original_init is not None or not info().distributed:
-            return
-        original = session_lib.BaseSession.__init__
-
-        def init(self, target="", graph=None, config=None):
-            target, config = session_arguments(target, config)
-            original(self, target, graph, config)
-
-        init.__doc__ = original.__doc__
-        session_lib.BaseSession.__init__ = init
-        _original_init = original
+    if info().distributed:
+        session_hooks.add("routing", session_hooks.ROUTING,
+                          lambda session, target, config: session_arguments(target, config))
 
 
 def sessions_routed():
     """True once route_sessions() has taken effect."""
-    return _original_init is not None
+    return session_hooks.active("routing")
