@@ -217,7 +217,7 @@ def host_crossings(report, graph_def) -> int:
 def table(rows) -> str:
     """The sweep as a text table."""
     head = (f"{'model':<20} {'nodes':>6} {'heavy dev/total':>16} {'GeOps full':>10} {'GeOps mix':>9} "
-            f"{'crossings':>9} {'fp16 white':>10} {'loss fp32':>10} {'loss mixed':>10} {'gap':>7} "
+            f"{'crossings':>9} {'fp16 white':>10} {'loss fp32':>10} {'loss mixed':>10} {'gap':>7} {'fp32 floor':>10} "
             f"{'f32 identical':>13} {'step ratio':>10}")
     lines = [head, "-" * len(head)]
     for row in rows:
