@@ -35,6 +35,9 @@ def _assert_sinks_whole(row: sweep.SweepRow, loss_gap: bool = True):
 def test_model_with_control_flow_sinks_into_one_geop(name):
     row = sweep.measure(name, zoo.sweep_builders(applications=())[name])
     _assert_sinks_whole(row)
+    # The float32 floor run trained on the batches rounded to float16: a real, small perturbation.
+    assert len(row.histories["fp32_in16"]) == len(row.histories["plain"]) == 4
+    assert 0 < row.fp32_floor_max < 0.02, row.histories
 
 
 def test_keras_cnn_sinks_whole_with_grapplers_remapper_on():
