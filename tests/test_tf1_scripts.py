@@ -137,13 +137,13 @@ def test_contrib_symbols_resolve_to_working_equivalents(runs):
 
 def test_contrib_names_without_equivalent_fail_naming_the_replacement(runs):
     result = _succeeded(runs["contrib"])
-    graph_editor = _line(result, "CONTRIB error graph_editor:")
-    assert "tf.contrib.graph_editor.reroute_ts is not available" in graph_editor
-    assert "no direct equivalent" in graph_editor
+    cloud = _line(result, "CONTRIB error cloud:")
+    assert "tf.contrib.cloud.BigtableClient is not available" in cloud
+    assert "no direct equivalent" in cloud
     cudnn = _line(result, "CONTRIB error cudnn_rnn:")
     assert "cannot import name 'CudnnLSTM'" in cudnn and "tf.keras.layers.LSTM" in cudnn
     assert "no attribute 'not_a_contrib_module'" in _line(result, "CONTRIB error unknown:")
-    assert "TF1CompatWarning: tf.contrib.graph_editor is not available" in result.stderr
+    assert "TF1CompatWarning: tf.contrib.cloud is not available" in result.stderr
     assert f"{os.path.join(SCRIPTS, 'contrib_symbols.py')}:" in result.stderr  # the warning points at the script
 
 

@@ -15,6 +15,7 @@ Mapped (names resolve to working objects; each module's table below says onto wh
   keras              tf.compat.v1.keras;  lookup: tf.compat.v1.lookup (HashTable -> StaticHashTable)
   distributions      tf.compat.v1.distributions, percentile;  losses: tf_slim.losses
   crf, seq2seq       tensorflow_addons.text / .seq2seq;  sparsemax, resampler: tensorflow_addons
+  graph_editor       walks, selection, SubGraphView, rerouting and copying on the live graph (graph_editor*.py)
   data, lookup, nn, stateless  their TensorFlow 2.15 names (contrib_more.small_module_names)
   (more)             register_module() adds one (npu_sim_bridge registers mixed_precision: its loss scaling)
 Every other module of TensorFlow 1.15's tf.contrib imports (so an import the script never uses does not
@@ -208,6 +209,15 @@ def _small(module):
     return lambda: contrib_more.small_module_names()[module]
 
 
+def _graph_editor_names():
+    from npu_sim_bridge.tf1compat import graph_editor_edit
+
+    names, modules = graph_editor_edit.graph_editor_names()
+    names.update({sub: ContribModule(f"graph_editor.{sub}", values, doc=f"tensorflow.contrib.graph_editor.{sub}")
+                  for sub, values in modules.items()})
+    return names
+
+
 def _merged(*sources):
     return lambda: {name: value for source in sources for name, value in source().items()}
 
@@ -253,6 +263,8 @@ _BUILDERS = {
     "cudnn_rnn": _module("cudnn_rnn", rnn_more.cudnn_rnn_names),
     "recurrent": _module("recurrent", rnn_more.recurrent_names),
     "tfprof": _module("tfprof", contrib_estimator.tfprof_names),
+    "graph_editor": _module("graph_editor", _graph_editor_names,
+                            doc="tf.contrib.graph_editor: walks, selection, SubGraphView, reroute, copy (graph_editor*.py)"),
     "estimator": _module("estimator", contrib_estimator.estimator_names, (_V1.estimator,)),
 }
 

@@ -49,9 +49,9 @@ print("CONTRIB same_objects", isinstance(optimizer, NPULossScaleOptimizer),
       tf.contrib.rnn.LSTMStateTuple is tf.nn.rnn_cell.LSTMStateTuple)
 
 try:
-    tf.contrib.graph_editor.reroute_ts
+    tf.contrib.cloud.BigtableClient
 except AttributeError as error:
-    print("CONTRIB error graph_editor:", error)
+    print("CONTRIB error cloud:", error)
 try:
     from tensorflow.contrib.cudnn_rnn import CudnnLSTM  # noqa: F401
 except ImportError as error:

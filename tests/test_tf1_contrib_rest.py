@@ -1,0 +1,135 @@
+"""The last tf.contrib families of the ModelZoo census: graph_editor, NASCell and seq2seq Helpers, and the rest.
+
+The scripts in tests/tf1_scripts/ run under `npu-sim run` in subprocesses (one `npu-sim check` over all of
+them must find nothing missing); the parts are checked in-process inside tf.Graph blocks.
+"""
+
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from npu_sim_bridge.tf1compat import graph_editor as select
+from npu_sim_bridge.tf1compat import graph_editor_copy, graph_editor_edit
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf1_scripts")
+V1 = tf.compat.v1
+RUN_SCRIPTS = ("graph_editor_recompute.py",)
+
+
+def _npu_sim(*args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+               PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, "-m", "npu_sim_bridge", *args], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+
+
+@pytest.fixture(name="runs", scope="module")
+def runs_fixture():
+    jobs = {name: ("run", os.path.join(SCRIPTS, name)) for name in RUN_SCRIPTS}
+    jobs["check"] = ("check", "--json", *(os.path.join(SCRIPTS, name) for name in RUN_SCRIPTS))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(_npu_sim, *args) for name, args in jobs.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _line(result, prefix):
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith(prefix)]
+    assert lines, f"no line starting {prefix!r}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    return lines[-1]
+
+
+def test_graph_editor_recomputes_the_forward_pass_with_equal_gradients_and_trains(runs):
+    result = runs["graph_editor_recompute.py"]
+    assert _line(result, "GE grads_equal") == (
+        "GE grads_equal True rerouted 1 copied 7 view_ops 5 reads_checkpoint False net_ops 16")
+    assert _line(result, "GE trained") == "GE trained True"
+
+
+def test_check_finds_nothing_missing_in_these_scripts(runs):
+    result = runs["check"]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    entries = {entry["api"]: entry for entry in json.loads(result.stdout)["apis"]}
+    assert entries["tensorflow.contrib.graph_editor.copy_with_input_replacements"]["status"] == "provided"
+
+
+# ---------------------------------------------------------------------------------------------------
+# graph_editor, in-process
+
+def _chain():
+    a = tf.constant([1.0, 2.0], name="a")
+    b = tf.identity(a * 2.0, name="b")
+    c = tf.add(b, 1.0, name="c")
+    return a, b, c
+
+
+def test_walks_filters_and_regex_selection_follow_the_live_graph():
+    with tf.Graph().as_default() as graph:
+        a, b, c = _chain()
+        backward = select.get_backward_walk_ops(c, inclusive=True)
+        assert backward[0] is c.op and b.op in backward and a.op in backward
+        assert a.op not in select.get_backward_walk_ops(c.op, stop_at_ts=[b])
+        forward = select.get_forward_walk_ops(a, inclusive=False)
+        assert c.op in forward and a.op not in forward
+        assert select.get_forward_walk_ops([a.op], within_ops=[a.op, b.op.inputs[0].op]) == [
+            a.op, b.op.inputs[0].op]
+        assert [op.name for op in select.select_ops("^[bc]$", graph=graph)] == ["b", "c"]
+        assert [t.name for t in select.filter_ts_from_regex(graph.get_operations(), "^c:")] == ["c:0"]
+        assert select.select_ts("(?#ts)^a:", graph=graph) == [a]
+        with pytest.raises(ValueError, match="needs a graph: pass graph="):
+            select.select_ops("^b$")
+        with pytest.raises(TypeError, match="expected tf.Operation items"):
+            select.make_list_of_op([a])
+
+
+def test_subgraph_view_boundary_and_errors():
+    with tf.Graph().as_default():
+        a, b, c = _chain()
+        view = graph_editor_edit.make_view([b.op.inputs[0].op, b.op])
+        assert [t.name for t in view.inputs] == ["a:0", "mul/y:0"]
+        assert [t.name for t in view.outputs] == ["b:0"]
+        assert view.consumers() == [c.op] and view.input_index(a) == 0
+        with pytest.raises(ValueError, match="c:0 is not an output"):
+            view.output_index(c)
+        graph_editor_edit.add_control_inputs(c.op, [a.op])
+        with pytest.raises(ValueError, match="a is already a control input of c"):
+            graph_editor_edit.add_control_inputs(c.op, [a.op])
+        graph_editor_edit.remove_control_inputs(c.op, [a.op])
+        assert c.op.control_inputs == []
+        with pytest.raises(TypeError, match="is int32 but b:0 is float32"):
+            graph_editor_edit.reroute_ts([tf.constant([1, 2])], [b])
+
+
+def test_copy_reroute_and_graph_replace_compute_what_they_say():
+    with tf.Graph().as_default() as graph, V1.Session() as sess:
+        a, b, c = _chain()
+        ten = tf.constant([10.0, 20.0])
+        view, info = graph_editor_copy.copy_with_input_replacements(graph_editor_edit.make_view([b.op.inputs[0].op,
+                                                                                                  b.op, c.op]),
+                                                                    {a: ten}, dst_scope="copy")
+        copied_c = info.transformed(c)
+        assert copied_c.name == "copy/c:0" and info.original(copied_c) is c and view.inputs[0] is ten
+        assert sess.run(copied_c).tolist() == [21.0, 41.0] and sess.run(c).tolist() == [3.0, 5.0]
+        replaced = graph_editor_copy.graph_replace({"out": c}, {a: tf.constant([0.5, 1.0])})
+        assert sess.run(replaced["out"]).tolist() == [2.0, 3.0]
+        assert len({op.name for op in graph.get_operations()}) == len(graph.get_operations())
+        moved = graph_editor_edit.reroute_ts([ten], [b])
+    with V1.Session(graph=graph) as sess:  # a graph edited after a session ran it is read anew by a new session
+        assert moved == 1 and sess.run(c).tolist() == [11.0, 21.0]
+    other = tf.Graph()
+    with tf.Graph().as_default():
+        a, b, c = _chain()
+        view, info = graph_editor_copy.copy(graph_editor_edit.make_view([b.op, c.op]), dst_graph=other)
+    assert [t.op.type for t in view.inputs] == ["Placeholder", "Placeholder"]  # mul:0 and c/y:0, from outside
+    assert view.inputs[0] is info.transformed(b.op.inputs[0]) and view.inputs[0].graph is other
+    with V1.Session(graph=other) as sess:
+        feed = {view.inputs[0]: np.array([1.0, 2.0], np.float32), view.inputs[1]: 0.5}
+        assert sess.run(info.transformed(c), feed).tolist() == [1.5, 2.5]
