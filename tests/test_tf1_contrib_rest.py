@@ -21,7 +21,7 @@ from npu_sim_bridge.tf1compat import graph_editor_copy, graph_editor_edit
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf1_scripts")
 V1 = tf.compat.v1
-RUN_SCRIPTS = ("graph_editor_recompute.py",)
+RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py")
 
 
 def _npu_sim(*args):
@@ -54,11 +54,24 @@ def test_graph_editor_recomputes_the_forward_pass_with_equal_gradients_and_train
     assert _line(result, "GE trained") == "GE trained True"
 
 
+def test_seq2seq_helpers_train_a_nas_cell_decoder_that_greedy_decoding_then_reproduces(runs):
+    result = runs["seq2seq_helpers.py"]
+    assert _line(result, "S2S trained") == ("S2S trained True greedy_matches True lengths [4, 3, 2] train_lengths "
+                                            "[4, 3, 2] sampled_shape [3] is_helper True")
+    assert _line(result, "S2S variables").split()[2:] == [  # TensorFlow 1.15's names: checkpoints load
+        "decode/decoder/nas_cell/kernel", "decode/decoder/nas_cell/recurrent_kernel",
+        "decode/decoder/projection/bias", "decode/decoder/projection/kernel", "embeddings", "source_states"]
+    assert "Object was never used" not in result.stderr
+
+
 def test_check_finds_nothing_missing_in_these_scripts(runs):
     result = runs["check"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     entries = {entry["api"]: entry for entry in json.loads(result.stdout)["apis"]}
     assert entries["tensorflow.contrib.graph_editor.copy_with_input_replacements"]["status"] == "provided"
+    for name in ("seq2seq.TrainingHelper", "seq2seq.BasicDecoder", "seq2seq.python.ops.helper.Helper", "rnn.NASCell"):
+        assert entries[f"tensorflow.contrib.{name}"]["status"] == "provided", name
+    assert entries["tensorflow.contrib.seq2seq.sequence_loss"]["status"] == "provided with a difference"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -133,3 +146,35 @@ def test_copy_reroute_and_graph_replace_compute_what_they_say():
     with V1.Session(graph=other) as sess:
         feed = {view.inputs[0]: np.array([1.0, 2.0], np.float32), view.inputs[1]: 0.5}
         assert sess.run(info.transformed(c), feed).tolist() == [1.5, 2.5]
+
+
+# ---------------------------------------------------------------------------------------------------
+# NASCell
+
+@pytest.mark.parametrize("num_proj,use_bias", [(None, False), (3, True)])
+def test_nas_cell_computes_what_tensorflow_addons_nas_cell_computes(num_proj, use_bias):
+    from npu_sim_bridge.tf1compat.rnn_cells import NASCell
+
+    rng = np.random.RandomState(4)
+    inputs = rng.rand(2, 5).astype(np.float32)
+    c0, m0 = rng.rand(2, 4).astype(np.float32), rng.rand(2, num_proj or 4).astype(np.float32)
+    with tf.Graph().as_default(), V1.Session() as sess:
+        cell = NASCell(4, num_proj=num_proj, use_bias=use_bias)
+        output, state = cell(tf.constant(inputs), V1.nn.rnn_cell.LSTMStateTuple(tf.constant(c0), tf.constant(m0)))
+        sess.run(V1.global_variables_initializer())
+        if use_bias:  # a non-zero bias, so that the test sees it
+            sess.run(V1.assign(V1.global_variables("nas_cell/bias")[0], rng.rand(32).astype(np.float32)))
+        ours = sess.run([output, state.c, state.h])
+        weights = {v.op.name.split("/")[-1]: sess.run(v) for v in V1.global_variables()}
+    assert set(weights) == {"kernel", "recurrent_kernel"} | ({"bias"} if use_bias else set()) | (
+        {"projection_weights"} if num_proj else set())
+    from tensorflow_addons.rnn import NASCell as AddonsNASCell
+
+    with tf.Graph().as_default(), V1.Session() as sess:
+        reference = AddonsNASCell(4, projection=num_proj, use_bias=use_bias)
+        reference.build((None, 5))
+        sess.run([V1.assign(variable, weights[variable.name.split("/")[-1].split(":")[0]])
+                  for variable in reference.weights])
+        want = sess.run(reference(tf.constant(inputs), [tf.constant(c0), tf.constant(m0)]))
+    for got, expected in zip(ours, (want[0], *want[1])):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

@@ -14,7 +14,8 @@ Mapped (names resolve to working objects; each module's table below says onto wh
   cluster_resolver   tf.distribute.cluster_resolver.*;  distribute: tf.compat.v1.distribute.*
   keras              tf.compat.v1.keras;  lookup: tf.compat.v1.lookup (HashTable -> StaticHashTable)
   distributions      tf.compat.v1.distributions, percentile;  losses: tf_slim.losses
-  crf, seq2seq       tensorflow_addons.text / .seq2seq;  sparsemax, resampler: tensorflow_addons
+  crf, seq2seq       tensorflow_addons.text / .seq2seq (seq2seq's TF1 Helpers, BasicDecoder, dynamic_decode:
+                     seq2seq.py);  sparsemax, resampler: tensorflow_addons
   graph_editor       walks, selection, SubGraphView, rerouting and copying on the live graph (graph_editor*.py)
   data, lookup, nn, stateless  their TensorFlow 2.15 names (contrib_more.small_module_names)
   (more)             register_module() adds one (npu_sim_bridge registers mixed_precision: its loss scaling)
@@ -30,7 +31,7 @@ import warnings
 
 import tensorflow as tf
 
-from npu_sim_bridge.tf1compat import contrib_estimator, contrib_more, rnn_more, slim
+from npu_sim_bridge.tf1compat import contrib_estimator, contrib_more, rnn_more, seq2seq, slim
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
 from npu_sim_bridge.tf1compat.hparams import HParams
 
@@ -121,12 +122,15 @@ DEEP_FACTORIES = {
                                                     ()),
     "cudnn_rnn.python.layers.cudnn_rnn": _combined("cudnn_rnn.python.layers.cudnn_rnn", rnn_more.cudnn_rnn_names,
                                                    ()),
+    **{path: (lambda path=path: ContribModule(path, seq2seq.seq2seq_names(), contrib_more.seq2seq_bases(),
+                                                doc=f"tensorflow.contrib.{path}")) for path in seq2seq.DEEP_PATHS},
     "learn.python.learn.datasets": _mnist_module("datasets"),
     "learn.python.learn.datasets.mnist": _mnist_module("mnist"),
     "learn.datasets.mnist": _mnist_module("mnist"),
 }
 
-# tf.contrib paths that work with a difference from TensorFlow 1.15 (`npu-sim check` says which), by prefix.
+# tf.contrib paths that work with a difference from TensorFlow 1.15 (`npu-sim check` says which), by prefix; the
+# longest prefix that matches decides, and None means "as TensorFlow 1.15" (a TF1 name inside a different module).
 DIFFERENCES = {
     "tpu": "runs on the CPU/GPU: TPUEstimator needs use_tpu=False",
     "lookup.HashTable": "is tf.compat.v1.lookup.StaticHashTable",
@@ -134,8 +138,10 @@ DIFFERENCES = {
     "image": "is tensorflow_addons.image (interpolation names are case-insensitive)",
     "crf": "is tensorflow_addons.text: crf_log_likelihood without transition_params creates a tf.Variable "
            "`transitions`",
-    "seq2seq": "is tensorflow_addons.seq2seq: attention mechanisms and decoders are Keras layers, Helpers became "
-               "Samplers",
+    "seq2seq": "is tensorflow_addons.seq2seq: attention mechanisms and BeamSearchDecoder are Keras layers "
+               "(constructor and call arguments of TensorFlow Addons)",
+    **{f"seq2seq.{name}": None for name in seq2seq.TF1_NAMES},
+    **{f"{path}.{name}": None for path in seq2seq.DEEP_PATHS for name in seq2seq.TF1_NAMES},
     "rnn.LSTMBlockCell": "is tf.compat.v1.nn.rnn_cell.LSTMCell (same variables; unfused ops)",
     "cudnn_rnn.CudnnLSTM": "runs TensorFlow's LSTM ops layer by layer: its variables are per-layer kernels and biases, "
                            "not cuDNN's opaque parameter buffer (checkpoints of the cuDNN layer do not load)",
@@ -254,7 +260,8 @@ _BUILDERS = {
     "stateless": _module("stateless", _small("stateless")),
     "nn": _module("nn", _small("nn"), (tf.nn,)),
     "crf": _module("crf", None, contrib_more.crf_bases, "tf.contrib.crf: tensorflow_addons.text"),
-    "seq2seq": _module("seq2seq", None, contrib_more.seq2seq_bases, "tf.contrib.seq2seq: tensorflow_addons.seq2seq"),
+    "seq2seq": _module("seq2seq", seq2seq.seq2seq_names, contrib_more.seq2seq_bases,
+                       "tf.contrib.seq2seq: TF1 Helpers, BasicDecoder, dynamic_decode; tensorflow_addons.seq2seq"),
     "sparsemax": _module("sparsemax", contrib_more.sparsemax_names),
     "resampler": _module("resampler", contrib_more.resampler_names),
     "staging": _module("staging", _small("staging")),

@@ -132,7 +132,7 @@ def rnn_names():
     from npu_sim_bridge.tf1compat import rnn_cells
 
     return {name: getattr(rnn_cells, name) for name in (
-        "LayerNormBasicLSTMCell", "LSTMBlockCell", "stack_bidirectional_dynamic_rnn")}
+        "LayerNormBasicLSTMCell", "LSTMBlockCell", "NASCell", "stack_bidirectional_dynamic_rnn")}
 
 
 def framework_names():

@@ -50,9 +50,11 @@ def _note_for(value, parts):
                 and len(parts) == 2:
             return NO_EFFECT, (f"tf.contrib.{parts[1]} imports, but TensorFlow 2 has no tf.contrib.{parts[1]}: "
                                "using any of its names fails")
-        for prefix, text in contrib.DIFFERENCES.items():
-            if rest == prefix or rest.startswith(prefix + "."):
-                return DIFFERENT, f"tf.contrib.{prefix} {text}"
+        matches = [prefix for prefix in contrib.DIFFERENCES if rest == prefix or rest.startswith(prefix + ".")]
+        if matches:
+            prefix = max(matches, key=len)
+            if contrib.DIFFERENCES[prefix] is not None:
+                return DIFFERENT, f"tf.contrib.{prefix} {contrib.DIFFERENCES[prefix]}"
     # Only functions and classes are asked for the marker: other objects' attributes can run code (tf.flags.FLAGS).
     marker = getattr(value, "__npu_sim_no_effect__", None) if isinstance(value, (types.FunctionType, type)) else None
     if isinstance(marker, str):

@@ -1,4 +1,4 @@
-"""tf.contrib.rnn.LayerNormBasicLSTMCell: an LSTM cell with layer normalization, TensorFlow 1.15's variables."""
+"""tf.contrib.rnn cells TensorFlow 2.15 lacks (LayerNormBasicLSTMCell, NASCell), with TensorFlow 1.15's variables."""
 
 import tensorflow as tf
 
@@ -65,6 +65,54 @@ class LayerNormBasicLSTMCell(_V1.nn.rnn_cell.RNNCell):
             new_c = self._norm(new_c, "state")
         new_h = self._activation(new_c) * tf.sigmoid(o)
         return new_h, _V1.nn.rnn_cell.LSTMStateTuple(new_c, new_h)
+
+
+class NASCell(_V1.nn.rnn_cell.RNNCell):
+    """The recurrent cell found by Neural Architecture Search (Zoph & Le 2017), with an optional projection.
+
+    Variables (under the cell's scope, `nas_cell`): `recurrent_kernel` [output, 8 units], `kernel`
+    [input, 8 units], `bias` [8 units] with use_bias, `projection_weights` [units, num_proj] with num_proj.
+    The state is an LSTMStateTuple(c, m); the output is m. The same computation as tfa.rnn.NASCell.
+    """
+
+    _BRANCHES = 8
+
+    def __init__(self, num_units, num_proj=None, use_bias=False, reuse=None, **kwargs):
+        super().__init__(_reuse=reuse, **kwargs)
+        self._num_units = num_units
+        self._num_proj = num_proj
+        self._use_bias = use_bias
+
+    @property
+    def state_size(self):
+        return _V1.nn.rnn_cell.LSTMStateTuple(self._num_units, self._num_proj or self._num_units)
+
+    @property
+    def output_size(self):
+        return self._num_proj or self._num_units
+
+    def call(self, inputs, state):  # pylint: disable=arguments-differ
+        c_prev, m_prev = state
+        width = self._BRANCHES * self._num_units
+        recurrent = _V1.get_variable("recurrent_kernel", [self.output_size, width], dtype=inputs.dtype)
+        kernel = _V1.get_variable("kernel", [inputs.shape[-1], width], dtype=inputs.dtype)
+        m_part = tf.matmul(m_prev, recurrent)
+        if self._use_bias:
+            m_part = tf.nn.bias_add(m_part, _V1.get_variable("bias", [width], dtype=inputs.dtype,
+                                                             initializer=_V1.zeros_initializer()))
+        x = tf.split(tf.matmul(inputs, kernel), self._BRANCHES, axis=1)
+        m = tf.split(m_part, self._BRANCHES, axis=1)
+        sigmoid, relu, tanh = tf.sigmoid, tf.nn.relu, tf.tanh
+        first = [sigmoid(x[0] + m[0]), relu(x[1] + m[1]), sigmoid(x[2] + m[2]), relu(x[3] * m[3]),
+                 tanh(x[4] + m[4]), sigmoid(x[5] + m[5]), tanh(x[6] + m[6]), sigmoid(x[7] + m[7])]
+        second = [tanh(first[0] * first[1]), tanh(first[2] + first[3]), tanh(first[4] * first[5]),
+                  sigmoid(first[6] + first[7])]
+        new_c = tanh(second[0] + c_prev) * second[1]
+        new_m = tanh(new_c * tanh(second[2] + second[3]))
+        if self._num_proj is not None:
+            new_m = tf.matmul(new_m, _V1.get_variable("projection_weights", [self._num_units, self._num_proj],
+                                                      dtype=inputs.dtype))
+        return new_m, _V1.nn.rnn_cell.LSTMStateTuple(new_c, new_m)
 
 
 def LSTMBlockCell(num_units, forget_bias=1.0, cell_clip=None, use_peephole=False, dtype=None, reuse=None,  # noqa: N802
