@@ -21,7 +21,7 @@ from npu_sim_bridge.tf1compat import graph_editor_copy, graph_editor_edit
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf1_scripts")
 V1 = tf.compat.v1
-RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py")
+RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py", "host_embedding_ids.py")
 
 
 def _npu_sim(*args):
@@ -64,6 +64,15 @@ def test_seq2seq_helpers_train_a_nas_cell_decoder_that_greedy_decoding_then_repr
     assert "Object was never used" not in result.stderr
 
 
+def test_embedding_rank_id_gives_rank_address_and_size_per_row_and_names_rows_out_of_range(runs):
+    result = runs["host_embedding_ids.py"]
+    # mod: row i on server i % 2 at local row i // 2; order: rows 0-9 on the first server, 10-19 on the second
+    assert _line(result, "HOST mod") == (
+        "HOST mod [[0, 4096, 320], [8, 65536, 320], [8, 66176, 320], [8, 68416, 320]] "
+        "order [[0, 4096, 320], [0, 4416, 320], [0, 5696, 320], [8, 68416, 320]] beyond True")
+    assert _line(result, "HOST dtype") == "HOST dtype 0 9 float16"  # GE's numbers, not TensorFlow's
+
+
 def test_check_finds_nothing_missing_in_these_scripts(runs):
     result = runs["check"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -72,6 +81,7 @@ def test_check_finds_nothing_missing_in_these_scripts(runs):
     for name in ("seq2seq.TrainingHelper", "seq2seq.BasicDecoder", "seq2seq.python.ops.helper.Helper", "rnn.NASCell"):
         assert entries[f"tensorflow.contrib.{name}"]["status"] == "provided", name
     assert entries["tensorflow.contrib.seq2seq.sequence_loss"]["status"] == "provided with a difference"
+    assert entries["npu_bridge.npu_cpu.npu_cpu_ops.embeddingrankid"]["status"] == "provided"
 
 
 # ---------------------------------------------------------------------------------------------------

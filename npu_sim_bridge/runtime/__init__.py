@@ -17,7 +17,8 @@ TF1 graph mode (see `graph_mode.py`).
   npu_ops.py      initialize_system, shutdown_system, dropout, LARS, fused Adam, basic_lstm_cell
   npu_unary_ops.py  gelu as the adapter's Gelu op;  npu_convert_dropout.py  Keras Dropout onto npu_ops.dropout
   npu_dynamic_rnn.py  DynamicRNN, DynamicGRUV2, DynamicAUGRU;  npu_optimizer.py  NPUOptimizer
-  npu_strategy.py NPUStrategy;  npu_plugin.py  set_device_sat_mode, ...;  npu_cpu_ops.py  randomchoicewithmask
+  npu_strategy.py NPUStrategy;  npu_plugin.py  set_device_sat_mode, ...;  npu_cpu_ops.py  randomchoicewithmask,
+                  embeddingrankid;  tf_adapter.py  npu_bridge.tf_adapter (GE data type numbers)
   npu_aicore_ops.py  fast_gelu, dropout_v3, ...;  tbe_vector_ops.py / tbe_cube_ops.py  LAMB steps, deformable_conv2d
   iteration_hooks.py  SetIterationsVarHook;  keras_to_npu.py  model_to_npu_estimator
   util.py         npu_bridge.estimator.npu.util

@@ -37,6 +37,7 @@ MODULES = {
     "npu_bridge.estimator.npu_unary_ops": (_RUNTIME + "npu_unary_ops",),
     "npu_bridge.estimator.npu_aicore_ops": (_RUNTIME + "npu_aicore_ops",),
     "npu_bridge.npu_cpu.npu_cpu_ops": (_RUNTIME + "npu_cpu_ops",),
+    "npu_bridge.tf_adapter": (_RUNTIME + "tf_adapter",),
     "npu_bridge.tbe.npu_cube_ops": (_RUNTIME + "tbe_cube_ops",),
     "npu_bridge.tbe.npu_vector_ops": (_RUNTIME + "tbe_vector_ops",),
     "npu_bridge.estimator.npu.npu_loss_scale_optimizer": (_RUNTIME + "loss_scale",),

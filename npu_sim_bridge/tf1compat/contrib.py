@@ -8,7 +8,8 @@ Mapped (names resolve to working objects; each module's table below says onto wh
   training, metrics  HParams (hparams.py); tf_slim's training loop, evaluation and metrics
   image              tensorflow_addons.image (rotate, transform, translate, ...)
   opt                LARSOptimizer, LazyAdamOptimizer (optimizers.py)
-  summary            tf.compat.v2.summary ops in the TF1 graph;  quantize: accepted without effect
+  summary            tf.compat.v2.summary ops in the TF1 graph;  quantize, tensorrt: accepted without effect
+  all_reduce         one reduced tensor per device in the TF1 graph (all_reduce.py)
   util, learn        constant_value & co.; ModeKeys, learn.datasets.mnist (mnist.py)
   tpu                tf.compat.v1.estimator.tpu.* (TPUEstimator with use_tpu=False runs on CPU) and tf.compat.v1.tpu.*
   cluster_resolver   tf.distribute.cluster_resolver.*;  distribute: tf.compat.v1.distribute.*
@@ -31,7 +32,7 @@ import warnings
 
 import tensorflow as tf
 
-from npu_sim_bridge.tf1compat import contrib_estimator, contrib_more, rnn_more, seq2seq, slim
+from npu_sim_bridge.tf1compat import all_reduce, contrib_estimator, contrib_more, rnn_more, seq2seq, slim
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
 from npu_sim_bridge.tf1compat.hparams import HParams
 
@@ -124,6 +125,8 @@ DEEP_FACTORIES = {
                                                    ()),
     **{path: (lambda path=path: ContribModule(path, seq2seq.seq2seq_names(), contrib_more.seq2seq_bases(),
                                                 doc=f"tensorflow.contrib.{path}")) for path in seq2seq.DEEP_PATHS},
+    "all_reduce.python.all_reduce": lambda: ContribModule("all_reduce.python.all_reduce", all_reduce.all_reduce_names(),
+                                                          doc="tensorflow.contrib.all_reduce.python.all_reduce"),
     "learn.python.learn.datasets": _mnist_module("datasets"),
     "learn.python.learn.datasets.mnist": _mnist_module("mnist"),
     "learn.datasets.mnist": _mnist_module("mnist"),
@@ -249,6 +252,8 @@ _BUILDERS = {
     "opt": _module("opt", contrib_more.opt_names),
     "summary": _module("summary", contrib_more.summary_names, doc="tf.compat.v2.summary in a TF1 graph"),
     "quantize": _module("quantize", contrib_more.quantize_names),
+    "tensorrt": _module("tensorrt", contrib_more.tensorrt_names, doc="tf.contrib.tensorrt: accepted without effect"),
+    "all_reduce": _module("all_reduce", all_reduce.all_reduce_names, doc="tf.contrib.all_reduce (all_reduce.py)"),
     "util": _module("util", contrib_more.util_names),
     "learn": _module("learn", contrib_more.learn_names),
     "distributions": _module("distributions", _small("distributions"), (_V1.distributions,)),

@@ -1,4 +1,4 @@
-"""The names of tf.contrib.summary, quantize, util, learn, image, opt and distributions on TensorFlow 2.15."""
+"""The names of tf.contrib.summary, quantize, tensorrt, util, learn, image, opt and distributions on TensorFlow 2.15."""
 
 import importlib
 import warnings
@@ -90,6 +90,69 @@ def quantize_names():
     return {name: _no_effect(name, QUANTIZE_NO_EFFECT) for name in (
         "create_training_graph", "create_eval_graph", "experimental_create_training_graph",
         "experimental_create_eval_graph")}
+
+
+# ---------------------------------------------------------------------------------------------------
+# tf.contrib.tensorrt: accepted without effect (no TensorRT in a simulation: the graph stays as it is).
+
+TENSORRT_NO_EFFECT = ("no TensorRT engines are built (the simulator has no TensorRT): the graph is returned "
+                      "unchanged and runs with TensorFlow's own kernels")
+
+
+def create_inference_graph(input_graph_def, outputs, max_batch_size=1, max_workspace_size_bytes=2 << 20,
+                           precision_mode="FP32", minimum_segment_size=3, is_dynamic_op=False,
+                           maximum_cached_engines=1, cached_engine_batches=None, use_calibration=True,
+                           input_saved_model_dir=None, input_saved_model_tags=None,
+                           input_saved_model_signature_key=None, output_saved_model_dir=None, session_config=None):
+    """tf.contrib.tensorrt.create_inference_graph, accepted without effect: the input GraphDef (or the SavedModel's
+    graph, copied to output_saved_model_dir when given) comes back unchanged."""
+    del outputs, max_batch_size, max_workspace_size_bytes, minimum_segment_size, is_dynamic_op
+    del maximum_cached_engines, cached_engine_batches, use_calibration, input_saved_model_signature_key
+    del session_config
+    if str(precision_mode).upper() not in ("FP32", "FP16", "INT8"):
+        raise ValueError(f"create_inference_graph: precision_mode {precision_mode!r} is invalid, it should be one of: "
+                         "FP32, FP16, INT8")
+    _tensorrt_warn("create_inference_graph")
+    if input_graph_def is not None:
+        result = _V1.GraphDef()
+        result.CopyFrom(input_graph_def)
+        return result
+    if input_saved_model_dir is None:
+        raise ValueError("create_inference_graph: pass input_graph_def, or input_saved_model_dir")
+    from tensorflow.python.tools import saved_model_utils
+
+    tags = ",".join(input_saved_model_tags or [tf.saved_model.SERVING])
+    graph_def = saved_model_utils.get_meta_graph_def(input_saved_model_dir, tags).graph_def
+    if output_saved_model_dir is not None:
+        import shutil
+
+        shutil.copytree(input_saved_model_dir, output_saved_model_dir)
+    return graph_def
+
+
+def calib_graph_to_infer_graph(calibration_graph_def, is_dynamic_op=False):
+    """tf.contrib.tensorrt.calib_graph_to_infer_graph, accepted without effect: the GraphDef comes back unchanged."""
+    del is_dynamic_op
+    _tensorrt_warn("calib_graph_to_infer_graph")
+    result = _V1.GraphDef()
+    result.CopyFrom(calibration_graph_def)
+    return result
+
+
+def _tensorrt_warn(name):
+    if f"tensorrt.{name}" not in _warned:
+        _warned.add(f"tensorrt.{name}")
+        warnings.warn(f"tf.contrib.tensorrt.{name} is accepted without effect: {TENSORRT_NO_EFFECT}",
+                      TF1CompatWarning, stacklevel=3)
+
+
+create_inference_graph.__npu_sim_no_effect__ = TENSORRT_NO_EFFECT
+calib_graph_to_infer_graph.__npu_sim_no_effect__ = TENSORRT_NO_EFFECT
+
+
+def tensorrt_names():
+    return {"create_inference_graph": create_inference_graph,
+            "calib_graph_to_infer_graph": calib_graph_to_infer_graph}
 
 
 # ---------------------------------------------------------------------------------------------------
