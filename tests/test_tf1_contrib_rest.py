@@ -21,7 +21,7 @@ from npu_sim_bridge.tf1compat import graph_editor_copy, graph_editor_edit
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf1_scripts")
 V1 = tf.compat.v1
-RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py", "host_embedding_ids.py")
+RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py", "host_embedding_ids.py", "contrib_rest_family.py")
 
 
 def _npu_sim(*args):
@@ -73,6 +73,24 @@ def test_embedding_rank_id_gives_rank_address_and_size_per_row_and_names_rows_ou
     assert _line(result, "HOST dtype") == "HOST dtype 0 9 float16"  # GE's numbers, not TensorFlow's
 
 
+def test_all_reduce_tensorrt_learn_experiment_vocabulary_and_attention_decoder_work_in_a_tf1_script(runs):
+    result = runs["contrib_rest_family.py"]
+    assert _line(result, "REST all_reduce") == "REST all_reduce True True 4"
+    assert _line(result, "REST tensorrt") == "REST tensorrt unchanged True"
+    assert "tf.contrib.tensorrt.create_inference_graph is accepted without effect" in result.stderr
+    # min_eval_frequency=3 of 6 steps: evaluations at steps 3 and 6, each exporting; one export kept
+    assert _line(result, "REST experiment") == (
+        "REST experiment step 6 evaluations 2 loss_finite True exports_kept 1 saved_model True")
+    assert _line(result, "REST vocabulary") == "REST vocabulary [[1, 2, 3, 0], [1, 4, 3, 5]] [0, 2, 0, 0]"
+    assert _line(result, "REST attention ") == "REST attention 3 [2, 2] True"
+    names = _line(result, "REST attention_variables").split()[2:]
+    assert names[:6] == ["attention_decoder/Attention_0/bias", "attention_decoder/Attention_0/kernel",
+                         "attention_decoder/Attention_1/bias", "attention_decoder/Attention_1/kernel",
+                         "attention_decoder/AttnOutputProjection/bias", "attention_decoder/AttnOutputProjection/kernel"]
+    assert {"attention_decoder/AttnW_1", "attention_decoder/kernel", "attention_decoder/gru_cell/gates/kernel"} <= set(
+        names)
+
+
 def test_check_finds_nothing_missing_in_these_scripts(runs):
     result = runs["check"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -82,6 +100,7 @@ def test_check_finds_nothing_missing_in_these_scripts(runs):
         assert entries[f"tensorflow.contrib.{name}"]["status"] == "provided", name
     assert entries["tensorflow.contrib.seq2seq.sequence_loss"]["status"] == "provided with a difference"
     assert entries["npu_bridge.npu_cpu.npu_cpu_ops.embeddingrankid"]["status"] == "provided"
+    assert entries["tensorflow.contrib.tensorrt.create_inference_graph"]["status"] == "accepted without effect"
 
 
 # ---------------------------------------------------------------------------------------------------

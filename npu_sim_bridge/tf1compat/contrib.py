@@ -10,7 +10,8 @@ Mapped (names resolve to working objects; each module's table below says onto wh
   opt                LARSOptimizer, LazyAdamOptimizer (optimizers.py)
   summary            tf.compat.v2.summary ops in the TF1 graph;  quantize, tensorrt: accepted without effect
   all_reduce         one reduced tensor per device in the TF1 graph (all_reduce.py)
-  util, learn        constant_value & co.; ModeKeys, learn.datasets.mnist (mnist.py)
+  util, learn        constant_value & co.; learn: Experiment, learn_runner, export strategies, VocabularyProcessor
+                     (learn.py), ModeKeys, learn.datasets.mnist (mnist.py)
   tpu                tf.compat.v1.estimator.tpu.* (TPUEstimator with use_tpu=False runs on CPU) and tf.compat.v1.tpu.*
   cluster_resolver   tf.distribute.cluster_resolver.*;  distribute: tf.compat.v1.distribute.*
   keras              tf.compat.v1.keras;  lookup: tf.compat.v1.lookup (HashTable -> StaticHashTable)
@@ -113,6 +114,27 @@ def _combined(path, names, bases):
     return lambda: ContribModule(path, names(), bases, doc=f"tensorflow.contrib.{path}")
 
 
+def _learn_names():
+    from npu_sim_bridge.tf1compat import learn
+
+    def module(path, names):
+        return ContribModule(path, names, doc=f"tensorflow.contrib.{path}")
+
+    export_utils = module("learn.utils.saved_model_export_utils",
+                          {"make_export_strategy": learn.make_export_strategy})
+    runner = module("learn.learn_runner", {"run": learn.run})
+    preprocessing = module("learn.preprocessing", {name: getattr(learn, name) for name in (
+        "VocabularyProcessor", "CategoricalVocabulary", "tokenizer")})
+    return {**contrib_more.learn_names(), "Experiment": learn.Experiment, "ExportStrategy": learn.ExportStrategy,
+            "learn_runner": runner, "preprocessing": preprocessing,
+            "utils": module("learn.utils", {"saved_model_export_utils": export_utils,
+                                            "make_export_strategy": learn.make_export_strategy})}
+
+
+def _learn_deep(name):
+    return lambda: _learn_names()[name]
+
+
 # Deep paths whose module is built here (names TensorFlow 1.15 had in one module, now in several or in tf1compat).
 DEEP_FACTORIES = {
     "rnn.python.ops.core_rnn_cell": _combined("rnn.python.ops.core_rnn_cell", rnn_more.core_rnn_cell_names,
@@ -127,6 +149,11 @@ DEEP_FACTORIES = {
                                                 doc=f"tensorflow.contrib.{path}")) for path in seq2seq.DEEP_PATHS},
     "all_reduce.python.all_reduce": lambda: ContribModule("all_reduce.python.all_reduce", all_reduce.all_reduce_names(),
                                                           doc="tensorflow.contrib.all_reduce.python.all_reduce"),
+    "learn.python.learn.learn_runner": _learn_deep("learn_runner"),
+    "learn.python.learn.utils.saved_model_export_utils": lambda: _learn_names()["utils"].saved_model_export_utils,
+    "learn.python.learn.preprocessing": _learn_deep("preprocessing"),
+    "learn.python.learn.experiment": lambda: ContribModule("learn.python.learn.experiment", {
+        "Experiment": _learn_names()["Experiment"]}),
     "learn.python.learn.datasets": _mnist_module("datasets"),
     "learn.python.learn.datasets.mnist": _mnist_module("mnist"),
     "learn.datasets.mnist": _mnist_module("mnist"),
@@ -255,7 +282,8 @@ _BUILDERS = {
     "tensorrt": _module("tensorrt", contrib_more.tensorrt_names, doc="tf.contrib.tensorrt: accepted without effect"),
     "all_reduce": _module("all_reduce", all_reduce.all_reduce_names, doc="tf.contrib.all_reduce (all_reduce.py)"),
     "util": _module("util", contrib_more.util_names),
-    "learn": _module("learn", contrib_more.learn_names),
+    "learn": _module("learn", _learn_names, doc="tf.contrib.learn: Experiment, learn_runner, export strategies, "
+                                                "VocabularyProcessor (learn.py), MNIST datasets, ModeKeys"),
     "distributions": _module("distributions", _small("distributions"), (_V1.distributions,)),
     "tpu": _module("tpu", _small("tpu"), (_V1.estimator.tpu, _V1.tpu), "tf.compat.v1.estimator.tpu, tf.compat.v1.tpu"),
     "cluster_resolver": _module("cluster_resolver", None, (tf.distribute.cluster_resolver,)),

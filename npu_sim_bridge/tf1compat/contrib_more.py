@@ -299,7 +299,7 @@ def small_module_names():
     from tensorflow.python.tpu import async_checkpoint
     from tensorflow_estimator.python.estimator.inputs.queues import feeding_queue_runner
 
-    from npu_sim_bridge.tf1compat import rnn_cells
+    from npu_sim_bridge.tf1compat import legacy_seq2seq
 
     return {
         "data": {"batch_and_drop_remainder": batch_and_drop_remainder,
@@ -324,8 +324,8 @@ def small_module_names():
                  "variable_scope": python_view(importlib.import_module("tensorflow.python.ops.variable_scope"))},
         "training": {"FeedingQueueRunner": feeding_queue_runner._FeedingQueueRunner},  # pylint: disable=W0212
         "staging": {"StagingArea": data_flow_ops.StagingArea},
-        "legacy_seq2seq": {name: getattr(rnn_cells, name) for name in (
-            "rnn_decoder", "sequence_loss", "sequence_loss_by_example")},
+        "legacy_seq2seq": {name: getattr(legacy_seq2seq, name) for name in (
+            "rnn_decoder", "attention_decoder", "sequence_loss", "sequence_loss_by_example")},
     }
 
 

@@ -1,0 +1,101 @@
+"""The rest of the ModelZoo's tf.contrib: all_reduce, tensorrt, learn.Experiment / learn_runner / export strategies,
+VocabularyProcessor, legacy_seq2seq.attention_decoder."""
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.contrib.all_reduce.python import all_reduce
+from tensorflow.contrib.learn.python.learn import learn_runner
+from tensorflow.contrib.learn.python.learn.utils import saved_model_export_utils
+
+# all_reduce: one tensor per device, every output the sum, on its own device
+parts = []
+for index in range(4):
+    with tf.device(f"/cpu:0"):
+        parts.append(tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3) * (index + 1)))
+ring = all_reduce.build_ring_all_reduce(parts, 1, 2, [0, 1, 2, 3], tf.add, un_op=lambda t: t / 4.0)
+halving = tf.contrib.all_reduce.build_recursive_hd_all_reduce(parts, tf.add)
+shuffle = all_reduce.build_shuffle_all_reduce(parts, ["/cpu:0"], tf.add_n)
+with tf.Session() as sess:
+    got = sess.run([ring, halving, shuffle])
+total = np.arange(6, dtype=np.float32).reshape(2, 3) * 10
+print("REST all_reduce", all(np.allclose(out, total / 4) for out in got[0]),
+      all(np.allclose(out, total) for group in got[1:] for out in group), len(got[0]))
+
+# tensorrt: the graph comes back as it was
+graph_def = tf.get_default_graph().as_graph_def()
+converted = tf.contrib.tensorrt.create_inference_graph(graph_def, ["Const"], precision_mode="FP16")
+print("REST tensorrt unchanged", converted == graph_def)
+
+# learn: an Experiment over an Estimator, run by learn_runner, exporting a SavedModel after each evaluation
+features = np.random.RandomState(0).rand(32, 3).astype(np.float32)
+labels = features @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+
+
+def model_fn(features, labels, mode):
+    prediction = tf.layers.dense(features["x"], 1)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions={"y": prediction})
+    loss = tf.losses.mean_squared_error(labels, prediction)
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
+
+
+def input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": features}, labels)).repeat().batch(8)
+
+
+def serving_input_fn():
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    return tf.estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+
+model_dir = tempfile.mkdtemp()
+
+
+class CountEvaluations(tf.train.SessionRunHook):
+    count = 0
+
+    def begin(self):
+        CountEvaluations.count += 1
+
+
+def experiment_fn(run_config, hparams):
+    estimator = tf.estimator.Estimator(model_fn, config=run_config)
+    strategy = saved_model_export_utils.make_export_strategy(serving_input_fn, exports_to_keep=1)
+    return tf.contrib.learn.Experiment(estimator, input_fn, input_fn, train_steps=6, eval_steps=2,
+                                       min_eval_frequency=3, export_strategies=[strategy],
+                                       eval_hooks=[CountEvaluations()])
+
+
+evaluation, exports = learn_runner.run(experiment_fn, run_config=tf.estimator.RunConfig(model_dir=model_dir),
+                                       schedule="train_and_evaluate")
+exported = sorted(os.listdir(os.path.join(model_dir, "export", "Servo")))
+print("REST experiment step", evaluation["global_step"], "evaluations", CountEvaluations.count, "loss_finite",
+      bool(np.isfinite(evaluation["loss"])), "exports_kept", len(exported),
+      "saved_model", os.path.exists(os.path.join(tf.compat.as_str(exports[0]), "saved_model.pb")))
+
+processor = tf.contrib.learn.preprocessing.VocabularyProcessor(4)
+ids = list(processor.fit_transform(["the cat sat", "the dog sat down here"]))
+print("REST vocabulary", [row.tolist() for row in ids], list(processor.transform(["a cat"]))[0].tolist())
+
+# legacy_seq2seq.attention_decoder: attention over encoder states, trained a few steps
+with tf.Graph().as_default():
+    tf.set_random_seed(2)
+    states = tf.constant(np.random.RandomState(1).rand(2, 5, 4).astype(np.float32))
+    steps = [tf.constant(np.random.RandomState(i).rand(2, 3).astype(np.float32)) for i in range(3)]
+    cell = tf.nn.rnn_cell.GRUCell(6)
+    outputs, state = tf.contrib.legacy_seq2seq.attention_decoder(steps, cell.zero_state(2, tf.float32), states, cell,
+                                                                 output_size=2, num_heads=2)
+    loss = tf.add_n([tf.reduce_mean(tf.square(out - 1.0)) for out in outputs])
+    train = tf.train.AdamOptimizer(0.05).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss)
+        for _ in range(20):
+            sess.run(train)
+        last = sess.run(loss)
+    names = sorted(v.op.name for v in tf.trainable_variables())
+print("REST attention", len(outputs), outputs[0].shape.as_list(), bool(last < first / 2))
+print("REST attention_variables", " ".join(names))
