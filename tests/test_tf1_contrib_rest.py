@@ -81,6 +81,9 @@ def test_all_reduce_tensorrt_learn_experiment_vocabulary_and_attention_decoder_w
     # min_eval_frequency=3 of 6 steps: evaluations at steps 3 and 6, each exporting; one export kept
     assert _line(result, "REST experiment") == (
         "REST experiment step 6 evaluations 2 loss_finite True exports_kept 1 saved_model True")
+    assert _line(result, "REST predictor") == "REST predictor (2, 1) True"  # the exported model, run again
+    # get_registered_ops, _IsBackpropagatable (float, int, bfloat16), Network, loader, projector, in_eager_mode
+    assert _line(result, "REST internals") == "REST internals MatMul True [True, False, True] True True True False"
     assert _line(result, "REST vocabulary") == "REST vocabulary [[1, 2, 3, 0], [1, 4, 3, 5]] [0, 2, 0, 0]"
     assert _line(result, "REST attention ") == "REST attention 3 [2, 2] True"
     names = _line(result, "REST attention_variables").split()[2:]
@@ -207,3 +210,51 @@ def test_nas_cell_computes_what_tensorflow_addons_nas_cell_computes(num_proj, us
         want = sess.run(reference(tf.constant(inputs), [tf.constant(c0), tf.constant(m0)]))
     for got, expected in zip(ours, (want[0], *want[1])):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_cudnn_compatible_gru_cell_is_keras_gru_with_the_reset_gate_after_the_matmul():
+    from npu_sim_bridge.tf1compat.rnn_cells import CudnnCompatibleGRUCell
+
+    rng = np.random.RandomState(2)
+    x, h = rng.rand(3, 4).astype(np.float32), rng.rand(3, 5).astype(np.float32)
+    with tf.Graph().as_default(), V1.Session() as sess:
+        cell = CudnnCompatibleGRUCell(5)
+        ours, _ = cell(tf.constant(x), tf.constant(h))
+        sess.run(V1.global_variables_initializer())
+        for variable in V1.global_variables():  # non-zero biases, so that the test sees where each goes
+            if variable.op.name.endswith("bias"):
+                sess.run(V1.assign(variable, rng.rand(*variable.shape.as_list()).astype(np.float32)))
+        ours = sess.run(ours)
+        w = {v.op.name.split("cudnn_compatible_gru_cell/")[1]: sess.run(v) for v in V1.global_variables()}
+    gates, gate_bias = w["gates/kernel"], w["gates/bias"]
+    reset, update = slice(0, 5), slice(5, 10)
+    kernel = np.concatenate([gates[:4, update], gates[:4, reset], w["candidate/input_projection/kernel"]], 1)
+    recurrent = np.concatenate([gates[4:, update], gates[4:, reset], w["candidate/hidden_projection/kernel"]], 1)
+    bias = np.stack([np.concatenate([gate_bias[update], gate_bias[reset], w["candidate/input_projection/bias"]]),
+                     np.concatenate([np.zeros(10, np.float32), w["candidate/hidden_projection/bias"]])])
+    with tf.Graph().as_default(), V1.Session() as sess:
+        reference = tf.keras.layers.GRUCell(5, reset_after=True)
+        reference.build((None, 4))
+        sess.run([V1.assign(v, value) for v, value in zip(reference.weights, (kernel, recurrent, bias))])
+        want = sess.run(reference(tf.constant(x), [tf.constant(h)])[0])
+    np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-6)
+
+
+def test_output_projection_wrapper_projects_the_cell_output_with_its_own_variables():
+    from npu_sim_bridge.tf1compat.rnn_cells import OutputProjectionWrapper
+
+    with tf.Graph().as_default(), V1.Session() as sess:
+        inner = V1.nn.rnn_cell.GRUCell(3)
+        cell = OutputProjectionWrapper(inner, 2, activation=tf.tanh)
+        outputs, state = V1.nn.dynamic_rnn(cell, tf.ones([2, 4, 5]), dtype=tf.float32)
+        sess.run(V1.global_variables_initializer())
+        projected, last = sess.run([outputs, state])
+        kernel, bias = (sess.run(V1.global_variables(f"rnn/output_projection_wrapper/{name}")[0])
+                        for name in ("kernel", "bias"))
+        names = sorted(v.op.name for v in V1.global_variables())
+    assert names == ["rnn/output_projection_wrapper/bias", "rnn/output_projection_wrapper/gru_cell/candidate/bias",
+                     "rnn/output_projection_wrapper/gru_cell/candidate/kernel",
+                     "rnn/output_projection_wrapper/gru_cell/gates/bias",
+                     "rnn/output_projection_wrapper/gru_cell/gates/kernel", "rnn/output_projection_wrapper/kernel"]
+    assert projected.shape == (2, 4, 2) and last.shape == (2, 3)  # the state stays the inner cell's
+    np.testing.assert_allclose(projected[:, -1], np.tanh(last @ kernel + bias), rtol=1e-5, atol=1e-6)

@@ -33,7 +33,7 @@ import warnings
 
 import tensorflow as tf
 
-from npu_sim_bridge.tf1compat import all_reduce, contrib_estimator, contrib_more, rnn_more, seq2seq, slim
+from npu_sim_bridge.tf1compat import all_reduce, contrib_estimator, contrib_misc, contrib_more, rnn_more, seq2seq, slim
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
 from npu_sim_bridge.tf1compat.hparams import HParams
 
@@ -98,6 +98,7 @@ DEEP_MODULES = dict(slim.DEEP_MODULES, **{
     "rnn.python.ops.gen_lstm_ops": "tensorflow.python.ops.gen_rnn_ops",
     "compiler.xla": "tensorflow.python.compiler.xla.xla",
     "staging.python.ops.data_flow_ops": "tensorflow.python.ops.data_flow_ops",
+    **contrib_misc.DEEP_MODULES,
 })
 
 
@@ -114,25 +115,14 @@ def _combined(path, names, bases):
     return lambda: ContribModule(path, names(), bases, doc=f"tensorflow.contrib.{path}")
 
 
-def _learn_names():
-    from npu_sim_bridge.tf1compat import learn
-
-    def module(path, names):
-        return ContribModule(path, names, doc=f"tensorflow.contrib.{path}")
-
-    export_utils = module("learn.utils.saved_model_export_utils",
-                          {"make_export_strategy": learn.make_export_strategy})
-    runner = module("learn.learn_runner", {"run": learn.run})
-    preprocessing = module("learn.preprocessing", {name: getattr(learn, name) for name in (
-        "VocabularyProcessor", "CategoricalVocabulary", "tokenizer")})
-    return {**contrib_more.learn_names(), "Experiment": learn.Experiment, "ExportStrategy": learn.ExportStrategy,
-            "learn_runner": runner, "preprocessing": preprocessing,
-            "utils": module("learn.utils", {"saved_model_export_utils": export_utils,
-                                            "make_export_strategy": learn.make_export_strategy})}
-
-
-def _learn_deep(name):
-    return lambda: _learn_names()[name]
+def _via(path):
+    """A deep path that is another tf.contrib path's module (tf.contrib.<path>, reached attribute by attribute)."""
+    def build():
+        current = contrib_module()
+        for part in path.split("."):
+            current = getattr(current, part)
+        return current
+    return build
 
 
 # Deep paths whose module is built here (names TensorFlow 1.15 had in one module, now in several or in tf1compat).
@@ -149,11 +139,10 @@ DEEP_FACTORIES = {
                                                 doc=f"tensorflow.contrib.{path}")) for path in seq2seq.DEEP_PATHS},
     "all_reduce.python.all_reduce": lambda: ContribModule("all_reduce.python.all_reduce", all_reduce.all_reduce_names(),
                                                           doc="tensorflow.contrib.all_reduce.python.all_reduce"),
-    "learn.python.learn.learn_runner": _learn_deep("learn_runner"),
-    "learn.python.learn.utils.saved_model_export_utils": lambda: _learn_names()["utils"].saved_model_export_utils,
-    "learn.python.learn.preprocessing": _learn_deep("preprocessing"),
-    "learn.python.learn.experiment": lambda: ContribModule("learn.python.learn.experiment", {
-        "Experiment": _learn_names()["Experiment"]}),
+    "learn.python.learn.learn_runner": _via("learn.learn_runner"),
+    "learn.python.learn.utils.saved_model_export_utils": _via("learn.utils.saved_model_export_utils"),
+    "learn.python.learn.preprocessing": _via("learn.preprocessing"),
+    "learn.python.learn.experiment": _via("learn.experiment"),
     "learn.python.learn.datasets": _mnist_module("datasets"),
     "learn.python.learn.datasets.mnist": _mnist_module("mnist"),
     "learn.datasets.mnist": _mnist_module("mnist"),
@@ -178,6 +167,7 @@ DIFFERENCES = {
     "cudnn_rnn.CudnnGRU": "runs TensorFlow's GRU ops layer by layer: its variables are per-layer kernels and biases, "
                           "not cuDNN's opaque parameter buffer (checkpoints of the cuDNN layer do not load)",
     "recurrent": "runs as tf.compat.v1.nn.dynamic_rnn (a while loop, not the functional Recurrent op)",
+    **contrib_misc.DIFFERENCES,
 }
 # tf.contrib paths whose calls are accepted and do nothing, with why.
 NO_EFFECT = {f"quantize.{name}": contrib_more.QUANTIZE_NO_EFFECT for name in contrib_more.quantize_names()}
@@ -191,13 +181,16 @@ def _missing_message(qualified, replacement):
 
 
 class ContribModule(types.ModuleType):
-    """tensorflow.contrib.<name>: fixed names first, then the attributes of `bases`, else TF1ContribError."""
+    """tensorflow.contrib.<name>: fixed names first (a dict among them is a submodule), then the attributes of
+    `bases`, else TF1ContribError."""
 
     def __init__(self, short_name, names=None, bases=(), doc=None):
         super().__init__(f"tensorflow.contrib.{short_name}", doc)
         self.__dict__["_npu_sim_short_name"] = short_name
         self.__dict__["_npu_sim_bases"] = tuple(bases)
-        self.__dict__.update(names or {})
+        for name, value in (names or {}).items():  # a dict value is a submodule of its own names
+            self.__dict__[name] = ContribModule(f"{short_name}.{name}", value, doc=f"tensorflow.contrib.{short_name}."
+                                                f"{name}") if isinstance(value, dict) else value
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -245,15 +238,6 @@ def _small(module):
     return lambda: contrib_more.small_module_names()[module]
 
 
-def _graph_editor_names():
-    from npu_sim_bridge.tf1compat import graph_editor_edit
-
-    names, modules = graph_editor_edit.graph_editor_names()
-    names.update({sub: ContribModule(f"graph_editor.{sub}", values, doc=f"tensorflow.contrib.graph_editor.{sub}")
-                  for sub, values in modules.items()})
-    return names
-
-
 def _merged(*sources):
     return lambda: {name: value for source in sources for name, value in source().items()}
 
@@ -281,13 +265,15 @@ _BUILDERS = {
     "quantize": _module("quantize", contrib_more.quantize_names),
     "tensorrt": _module("tensorrt", contrib_more.tensorrt_names, doc="tf.contrib.tensorrt: accepted without effect"),
     "all_reduce": _module("all_reduce", all_reduce.all_reduce_names, doc="tf.contrib.all_reduce (all_reduce.py)"),
-    "util": _module("util", contrib_more.util_names),
-    "learn": _module("learn", _learn_names, doc="tf.contrib.learn: Experiment, learn_runner, export strategies, "
+    "util": _module("util", _merged(contrib_more.util_names, lambda: {"loader": contrib_misc.util_loader_names()})),
+    "predictor": _module("predictor", contrib_misc.predictor_names),
+    "eager": _module("eager", contrib_misc.eager_names),
+    "learn": _module("learn", lambda: importlib.import_module("npu_sim_bridge.tf1compat.learn").learn_names(), doc="tf.contrib.learn: Experiment, learn_runner, export strategies, "
                                                 "VocabularyProcessor (learn.py), MNIST datasets, ModeKeys"),
     "distributions": _module("distributions", _small("distributions"), (_V1.distributions,)),
     "tpu": _module("tpu", _small("tpu"), (_V1.estimator.tpu, _V1.tpu), "tf.compat.v1.estimator.tpu, tf.compat.v1.tpu"),
     "cluster_resolver": _module("cluster_resolver", None, (tf.distribute.cluster_resolver,)),
-    "distribute": _module("distribute", None, (_V1.distribute,)),
+    "distribute": _module("distribute", contrib_misc.distribute_names, (_V1.distribute,)),
     "keras": _module("keras", None, (_V1.keras,)),
     "lookup": _module("lookup", _small("lookup"), (_V1.lookup,)),
     "stateless": _module("stateless", _small("stateless")),
@@ -303,7 +289,8 @@ _BUILDERS = {
     "cudnn_rnn": _module("cudnn_rnn", rnn_more.cudnn_rnn_names),
     "recurrent": _module("recurrent", rnn_more.recurrent_names),
     "tfprof": _module("tfprof", contrib_estimator.tfprof_names),
-    "graph_editor": _module("graph_editor", _graph_editor_names,
+    "graph_editor": _module("graph_editor",
+                            lambda: importlib.import_module("npu_sim_bridge.tf1compat.graph_editor_edit").names(),
                             doc="tf.contrib.graph_editor: walks, selection, SubGraphView, reroute, copy (graph_editor*.py)"),
     "estimator": _module("estimator", contrib_estimator.estimator_names, (_V1.estimator,)),
 }

@@ -195,7 +195,8 @@ def rnn_names():
     from npu_sim_bridge.tf1compat import rnn_cells
 
     return {name: getattr(rnn_cells, name) for name in (
-        "LayerNormBasicLSTMCell", "LSTMBlockCell", "NASCell", "stack_bidirectional_dynamic_rnn")}
+        "LayerNormBasicLSTMCell", "LSTMBlockCell", "NASCell", "OutputProjectionWrapper",
+        "stack_bidirectional_dynamic_rnn")}
 
 
 def framework_names():

@@ -3,7 +3,7 @@
 Edits change the live tf.compat.v1 Graph in place (Operation._update_input, _add_control_inputs), as
 TensorFlow 1.15's graph_editor did. Copies are created in the destination graph in dependency order;
 an input whose producer is not copied yet (a cycle: a while loop inside the copied ops) is connected
-once that producer exists. graph_editor_names() is the module a script gets as tf.contrib.graph_editor.
+once that producer exists. names() is the module a script gets as tf.contrib.graph_editor.
 """
 
 import copy as _copy
@@ -229,8 +229,8 @@ def remove_control_inputs(op, cops):
         op._add_control_inputs(keep)  # pylint: disable=protected-access
 
 
-def graph_editor_names():
-    """The names of tf.contrib.graph_editor (and its util/select/subgraph/reroute/edit/transform modules)."""
+def names():
+    """The names of tf.contrib.graph_editor; its util/select/subgraph/reroute/edit/transform modules as dicts."""
     from npu_sim_bridge.tf1compat import graph_editor_copy
 
     add_operation_attributes()
@@ -246,10 +246,9 @@ def graph_editor_names():
                "remove_control_inputs": remove_control_inputs}
     transform = {name: getattr(graph_editor_copy, name) for name in (
         "copy", "copy_with_input_replacements", "graph_replace", "TransformerInfo")}
-    names = {**util, **selecting, **subgraph, **reroute, **transform, "sgv": make_view, "ph": _placeholder_like}
-    modules = {"util": util, "select": selecting, "subgraph": subgraph, "reroute": reroute, "edit": reroute,
-               "transform": transform}
-    return names, modules
+    return {**util, **selecting, **subgraph, **reroute, **transform, "sgv": make_view, "ph": _placeholder_like,
+            "util": util, "select": selecting, "subgraph": subgraph, "reroute": reroute, "edit": reroute,
+            "transform": transform}
 
 
 def _placeholder_like(dtype, shape=None, scope=None):

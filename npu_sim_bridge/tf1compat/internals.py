@@ -40,6 +40,47 @@ def _like_rnncell(cell):
     return all(conditions)
 
 
+def _get_registered_ops():
+    """op_def_registry.get_registered_ops of TensorFlow 1.15: {op name: OpDef} of every registered op."""
+    from tensorflow.core.framework import op_def_pb2
+    from tensorflow.python.client import pywrap_tf_session
+
+    op_list = op_def_pb2.OpList()
+    op_list.ParseFromString(pywrap_tf_session.TF_GetBuffer(pywrap_tf_session.TF_GetAllOpList()))
+    return {op.name: op for op in op_list.op}
+
+
+def _to_proto_fn(v, export_scope=None):
+    """resource_variable_ops._to_proto_fn of TensorFlow 1.15: the VariableDef of a variable."""
+    return v.to_proto(export_scope=export_scope)
+
+
+def _from_proto_fn(v, import_scope=None):
+    """resource_variable_ops._from_proto_fn of TensorFlow 1.15: the variable of a VariableDef (resource or not)."""
+    if v.is_resource:
+        from tensorflow.python.ops import resource_variable_ops
+
+        return resource_variable_ops.ResourceVariable.from_proto(v, import_scope=import_scope)
+    from tensorflow.python.ops import ref_variable
+
+    return ref_variable.RefVariable(variable_def=v, import_scope=import_scope)
+
+
+def _is_backpropagatable(tensor):
+    """gradients_util._IsBackpropagatable of TensorFlow 1.15: a trainable dtype, or bfloat16."""
+    from tensorflow.python.eager import backprop_util
+
+    return backprop_util.IsTrainable(tensor) or tf.as_dtype(tensor.dtype).base_dtype == tf.bfloat16
+
+
+def _record_gradient(op_name, inputs, attrs, results, name=None):
+    """backprop._record_gradient of TensorFlow 1.15 (its `name` is unused by TensorFlow 2.15's record_gradient)."""
+    del name
+    from tensorflow.python.eager import backprop
+
+    return backprop.record_gradient(op_name, inputs, attrs, results)
+
+
 # module -> name -> (where TensorFlow 2.15 has it, factory)
 TABLE = {
     "tensorflow.python.framework.graph_util": {
@@ -106,6 +147,24 @@ TABLE = {
     },
     "tensorflow.python.summary": {
         "FileWriter": ("tf.compat.v1.summary.FileWriter", lambda: _V1.summary.FileWriter),
+    },
+    "tensorflow.python.framework.op_def_registry": {
+        "get_registered_ops": ("op_def_registry.get(name) per op; all: the C API's op list",
+                               lambda: _get_registered_ops),
+    },
+    "tensorflow.python.ops.resource_variable_ops": {
+        "_to_proto_fn": ("variable.to_proto", lambda: _to_proto_fn),
+        "_from_proto_fn": ("ResourceVariable.from_proto / RefVariable(variable_def=...)", lambda: _from_proto_fn),
+    },
+    "tensorflow.python.ops.gradients_util": {
+        "_IsBackpropagatable": ("tensorflow.python.eager.backprop_util.IsTrainable", lambda: _is_backpropagatable),
+    },
+    "tensorflow.python.eager.backprop": {
+        "_record_gradient": ("tensorflow.python.eager.backprop.record_gradient", lambda: _record_gradient),
+    },
+    "tensorflow.python.util.tf_export": {
+        "estimator_export": ("tensorflow_estimator.python.estimator.estimator_export.estimator_export",
+                             _attr("tensorflow_estimator.python.estimator.estimator_export", "estimator_export")),
     },
     "tensorflow.python.layers.base": {
         "_Layer": ("tensorflow.python.layers.base.Layer", _attr("tensorflow.python.layers.base", "Layer")),

@@ -48,6 +48,14 @@ def _impl_namespace():
     return module
 
 
+def _network_module():
+    """tensorflow.python.keras.engine.network (TensorFlow 1.15): its Network is Keras 2.15's Functional."""
+    functional = importlib.import_module("keras.src.engine.functional")
+    module = types.ModuleType("tensorflow.python.keras.engine.network", _network_module.__doc__)
+    module.Network = functional.Functional
+    return module
+
+
 _IMAGE_UTILS = "keras.src.utils.image_utils"
 _EXPERIMENTAL = ("keras.mixed_precision.experimental (Policy, set_policy = set_global_policy, ...)",
                  _mixed_precision_experimental)
@@ -66,6 +74,7 @@ KERAS_TABLE = {
         "LayerNormalization": ("keras.layers.LayerNormalization",
                                _attr("keras.src.layers.normalization.layer_normalization", "LayerNormalization")),
     },
+    "keras.src.engine": {"network": ("keras.src.engine.functional (Network is Functional)", _network_module)},
     "keras.src.utils": {
         "multi_gpu_model": ("nothing (one simulated device): the model itself", lambda: multi_gpu_model),
     },

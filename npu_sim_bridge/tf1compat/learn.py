@@ -267,3 +267,28 @@ class VocabularyProcessor:
     def restore(cls, filename):
         with tf.io.gfile.GFile(filename, "rb") as handle:
             return pickle.loads(handle.read())
+
+
+def replace_monitors_with_hooks(monitors_or_hooks, estimator):
+    """tf.contrib.learn.monitors.replace_monitors_with_hooks: session run hooks pass through; the contrib
+    monitors (BaseMonitor) are not provided, so anything else is refused."""
+    del estimator
+    hooks = list(monitors_or_hooks or [])
+    for hook in hooks:
+        if not isinstance(hook, _V1.train.SessionRunHook):
+            raise TypeError(f"replace_monitors_with_hooks: {hook!r} is not a tf.train.SessionRunHook; the "
+                            "tf.contrib.learn monitors are not provided: use SessionRunHooks (tf.train.*Hook)")
+    return hooks
+
+
+def learn_names():
+    """The names of tf.contrib.learn (submodules as dicts)."""
+    from npu_sim_bridge.tf1compat import contrib_more
+
+    export_utils = {"make_export_strategy": make_export_strategy}
+    return {**contrib_more.learn_names(), "Experiment": Experiment, "ExportStrategy": ExportStrategy,
+            "learn_runner": {"run": run}, "experiment": {"Experiment": Experiment},
+            "preprocessing": {"VocabularyProcessor": VocabularyProcessor,
+                              "CategoricalVocabulary": CategoricalVocabulary, "tokenizer": tokenizer},
+            "utils": {"saved_model_export_utils": export_utils, **export_utils},
+            "monitors": {"replace_monitors_with_hooks": replace_monitors_with_hooks}}

@@ -1,4 +1,5 @@
-"""tf.contrib.rnn cells TensorFlow 2.15 lacks (LayerNormBasicLSTMCell, NASCell), with TensorFlow 1.15's variables."""
+"""tf.contrib.rnn cells TensorFlow 2.15 lacks (LayerNormBasicLSTMCell, NASCell, OutputProjectionWrapper,
+CudnnCompatibleGRUCell), with TensorFlow 1.15's variables."""
 
 import tensorflow as tf
 
@@ -149,3 +150,75 @@ def stack_bidirectional_dynamic_rnn(cells_fw, cells_bw, inputs, initial_states_f
             states_fw.append(state_fw)
             states_bw.append(state_bw)
     return layer_inputs, tuple(states_fw), tuple(states_bw)
+
+
+class OutputProjectionWrapper(_V1.nn.rnn_cell.RNNCell):
+    """`cell` followed by a dense projection of its output to output_size (then activation, when given).
+
+    Variables: the projection's `kernel` and `bias` in the wrapper's scope (`output_projection_wrapper`),
+    the cell's own inside it, as tf.contrib.rnn had them.
+    """
+
+    def __init__(self, cell, output_size, activation=None, reuse=None):
+        super().__init__(_reuse=reuse)
+        if output_size < 1:
+            raise ValueError(f"OutputProjectionWrapper: output_size must be positive, got {output_size}")
+        self._cell, self._output_size, self._activation = cell, output_size, activation
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._output_size
+
+    def zero_state(self, batch_size, dtype):
+        with tf.name_scope(type(self).__name__ + "ZeroState"):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def call(self, inputs, state):  # pylint: disable=arguments-differ
+        output, new_state = self._cell(inputs, state)
+        kernel = _V1.get_variable("kernel", [output.shape[-1], self._output_size], dtype=output.dtype)
+        bias = _V1.get_variable("bias", [self._output_size], dtype=output.dtype, initializer=_V1.zeros_initializer())
+        projected = tf.nn.bias_add(tf.matmul(output, kernel), bias)
+        return (self._activation(projected) if self._activation else projected), new_state
+
+
+class CudnnCompatibleGRUCell(_V1.nn.rnn_cell.RNNCell):
+    """The GRU cuDNN computes, as a cell: the reset gate applied to the projected state,
+    h' = (1 - u) * tanh(W_x x + b_x + r * (W_h h + b_h)) + u * h, with [r, u] = sigmoid(W_g [x, h] + b_g).
+
+    Variables (scope `cudnn_compatible_gru_cell`): gates/kernel, gates/bias (1.0 by default),
+    candidate/input_projection/{kernel,bias}, candidate/hidden_projection/{kernel,bias}.
+    """
+
+    def __init__(self, num_units, reuse=None, kernel_initializer=None):
+        super().__init__(_reuse=reuse)
+        self._num_units, self._kernel_initializer = num_units, kernel_initializer
+
+    @property
+    def state_size(self):
+        return self._num_units
+
+    @property
+    def output_size(self):
+        return self._num_units
+
+    def _variable(self, name, shape, dtype, initializer=None):
+        return _V1.get_variable(name, shape, dtype=dtype, initializer=initializer or self._kernel_initializer)
+
+    def call(self, inputs, state):  # pylint: disable=arguments-differ
+        units, dtype, depth = self._num_units, inputs.dtype, inputs.shape[-1]
+        gate_kernel = self._variable("gates/kernel", [depth + units, 2 * units], dtype)
+        gate_bias = self._variable("gates/bias", [2 * units], dtype, _V1.constant_initializer(1.0))
+        input_kernel = self._variable("candidate/input_projection/kernel", [depth, units], dtype)
+        hidden_kernel = self._variable("candidate/hidden_projection/kernel", [units, units], dtype)
+        input_bias = self._variable("candidate/input_projection/bias", [units], dtype, _V1.zeros_initializer())
+        hidden_bias = self._variable("candidate/hidden_projection/bias", [units], dtype, _V1.zeros_initializer())
+        gates = tf.sigmoid(tf.nn.bias_add(tf.matmul(tf.concat([inputs, state], 1), gate_kernel), gate_bias))
+        reset, update = tf.split(gates, 2, axis=1)
+        candidate = tf.nn.bias_add(tf.matmul(inputs, input_kernel), input_bias)
+        candidate += reset * tf.nn.bias_add(tf.matmul(state, hidden_kernel), hidden_bias)
+        new_h = (1 - update) * tf.tanh(candidate) + update * state
+        return new_h, new_h

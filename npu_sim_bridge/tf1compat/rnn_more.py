@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from npu_sim_bridge.tf1compat.rnn_cells import CudnnCompatibleGRUCell
+
 _V1 = tf.compat.v1
 
 # cudnn_rnn_ops constants of TensorFlow 1.15
@@ -142,8 +144,8 @@ def bidirectional_functional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None
 
 
 def cudnn_rnn_names():
-    return {"CudnnLSTM": CudnnLSTM, "CudnnGRU": CudnnGRU,
-            "CudnnCompatibleLSTMCell": CudnnCompatibleLSTMCell, **CONSTANTS}
+    return {"CudnnLSTM": CudnnLSTM, "CudnnGRU": CudnnGRU, "CudnnCompatibleLSTMCell": CudnnCompatibleLSTMCell,
+            "CudnnCompatibleGRUCell": CudnnCompatibleGRUCell, **CONSTANTS}
 
 
 def recurrent_names():

@@ -76,6 +76,13 @@ print("REST experiment step", evaluation["global_step"], "evaluations", CountEva
       bool(np.isfinite(evaluation["loss"])), "exports_kept", len(exported),
       "saved_model", os.path.exists(os.path.join(tf.compat.as_str(exports[0]), "saved_model.pb")))
 
+predictor = tf.contrib.predictor.from_saved_model(tf.compat.as_str(exports[0]))
+predicted = predictor({"x": features[:2]})["y"]
+with tf.Graph().as_default(), tf.Session() as sess:  # the same numbers from the checkpoint's own weights
+    kernel = tf.train.load_variable(model_dir, "dense/kernel")
+    bias = tf.train.load_variable(model_dir, "dense/bias")
+print("REST predictor", predicted.shape, bool(np.allclose(predicted, features[:2] @ kernel + bias, atol=1e-5)))
+
 processor = tf.contrib.learn.preprocessing.VocabularyProcessor(4)
 ids = list(processor.fit_transform(["the cat sat", "the dog sat down here"]))
 print("REST vocabulary", [row.tolist() for row in ids], list(processor.transform(["a cat"]))[0].tolist())
@@ -99,3 +106,23 @@ with tf.Graph().as_default():
     names = sorted(v.op.name for v in tf.trainable_variables())
 print("REST attention", len(outputs), outputs[0].shape.as_list(), bool(last < first / 2))
 print("REST attention_variables", " ".join(names))
+
+# TF 1.15 internals and small contrib names
+from tensorflow.python.framework import op_def_registry  # noqa: E402
+from tensorflow.python.keras.engine import network  # noqa: E402
+from tensorflow.python.ops import gradients_util  # noqa: E402
+from tensorflow.contrib.util import loader  # noqa: E402
+from tensorflow.contrib.tensorboard.plugins import projector  # noqa: E402
+
+registered = op_def_registry.get_registered_ops()
+with tf.Graph().as_default():
+    trainable = [gradients_util._IsBackpropagatable(t) for t in (tf.constant(1.0), tf.constant(1), tf.constant(
+        1.0, tf.bfloat16))]
+    config = projector.ProjectorConfig()
+    config.embeddings.add().tensor_name = "embedding"
+    logdir = tempfile.mkdtemp()
+    projector.visualize_embeddings(tf.summary.FileWriter(logdir), config)
+print("REST internals", registered["MatMul"].name, len(registered) > 1000, trainable,
+      issubclass(network.Network, tf.keras.Model),
+      callable(loader.load_op_library), os.path.exists(os.path.join(logdir, "projector_config.pbtxt")),
+      tf.contrib.eager.in_eager_mode())
