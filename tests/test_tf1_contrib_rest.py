@@ -21,7 +21,8 @@ from npu_sim_bridge.tf1compat import graph_editor_copy, graph_editor_edit
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf1_scripts")
 V1 = tf.compat.v1
-RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py", "host_embedding_ids.py", "contrib_rest_family.py")
+RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py", "host_embedding_ids.py", "contrib_rest_family.py",
+               "graph_transforms_frozen.py")
 
 
 def _npu_sim(*args):
@@ -94,6 +95,16 @@ def test_all_reduce_tensorrt_learn_experiment_vocabulary_and_attention_decoder_w
         names)
 
 
+def test_transform_graph_folds_batch_norms_and_constants_and_keeps_the_outputs(runs):
+    result = runs["graph_transforms_frozen.py"]
+    # fold_old_batch_norms removes the FusedBatchNormV3, fold_batch_norms the Mul by a constant after the MatMul
+    # (one of the two Muls), remove_nodes the Identity
+    assert _line(result, "GT folds") == "GT folds True False 2 1 0"
+    same = _line(result, "GT same")
+    assert same.startswith("GT same True 24 12 ") and "FusedBatchNorm" not in same and "Identity" not in same
+    assert "the transforms ['quantize_weights'] are not provided" in _line(result, "GT error")
+
+
 def test_check_finds_nothing_missing_in_these_scripts(runs):
     result = runs["check"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -104,6 +115,7 @@ def test_check_finds_nothing_missing_in_these_scripts(runs):
     assert entries["tensorflow.contrib.seq2seq.sequence_loss"]["status"] == "provided with a difference"
     assert entries["npu_bridge.npu_cpu.npu_cpu_ops.embeddingrankid"]["status"] == "provided"
     assert entries["tensorflow.contrib.tensorrt.create_inference_graph"]["status"] == "accepted without effect"
+    assert entries["tensorflow.tools.graph_transforms.TransformGraph"]["status"] == "provided"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -165,6 +165,11 @@ def _tf1_attribute(module, name):
         return _Overlay("tensorflow.compat", _V1.compat, {"v1": module, "v2": v2})
     if name == "python":
         return python_view(sys.modules["tensorflow.python"])
+    if name == "tools":  # TensorFlow's own tools package, plus TensorFlow 1.15's graph_transforms
+        from npu_sim_bridge.tf1compat import graph_transforms
+
+        tools = _import_submodule("tensorflow.tools") or types.ModuleType("tensorflow.tools")
+        return _Overlay("tensorflow.tools", tools, {}, {"graph_transforms": graph_transforms.graph_transforms_module})
     if hasattr(_V1, name):
         return python_view(getattr(_V1, name))  # tf.keras (keras.api) as a view: TF 1.15 names kept
     real_submodule = sys.modules.get(f"tensorflow.{name}")
