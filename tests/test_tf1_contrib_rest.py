@@ -103,6 +103,8 @@ def test_transform_graph_folds_batch_norms_and_constants_and_keeps_the_outputs(r
     same = _line(result, "GT same")
     assert same.startswith("GT same True 24 12 ") and "FusedBatchNorm" not in same and "Identity" not in same
     assert "the transforms ['quantize_weights'] are not provided" in _line(result, "GT error")
+    # graph_matcher: Conv2D + batch norm, and (inputs in any order) MatMul scaled by a constant
+    assert _line(result, "GT matches") == "GT matches [('Conv2D', 'FusedBatchNormV3', 'w'), ('MatMul', 'Mul', 'w2')]"
 
 
 def test_check_finds_nothing_missing_in_these_scripts(runs):

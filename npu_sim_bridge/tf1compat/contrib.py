@@ -33,7 +33,8 @@ import warnings
 
 import tensorflow as tf
 
-from npu_sim_bridge.tf1compat import all_reduce, contrib_estimator, contrib_misc, contrib_more, rnn_more, seq2seq, slim
+from npu_sim_bridge.tf1compat import (all_reduce, contrib_estimator, contrib_misc, contrib_more, graph_matcher, rnn_more,
+                                     seq2seq, slim)
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
 from npu_sim_bridge.tf1compat.hparams import HParams
 
@@ -137,6 +138,10 @@ DEEP_FACTORIES = {
                                                    ()),
     **{path: (lambda path=path: ContribModule(path, seq2seq.seq2seq_names(), contrib_more.seq2seq_bases(),
                                                 doc=f"tensorflow.contrib.{path}")) for path in seq2seq.DEEP_PATHS},
+    "quantize.python.graph_matcher": lambda: ContribModule("quantize.python.graph_matcher",
+                                                           graph_matcher.graph_matcher_names()),
+    "quantize.python.quantize_graph": lambda: ContribModule("quantize.python.quantize_graph",
+                                                            contrib_more.quantize_names()),
     "all_reduce.python.all_reduce": lambda: ContribModule("all_reduce.python.all_reduce", all_reduce.all_reduce_names(),
                                                           doc="tensorflow.contrib.all_reduce.python.all_reduce"),
     "learn.python.learn.learn_runner": _via("learn.learn_runner"),
@@ -170,7 +175,8 @@ DIFFERENCES = {
     **contrib_misc.DIFFERENCES,
 }
 # tf.contrib paths whose calls are accepted and do nothing, with why.
-NO_EFFECT = {f"quantize.{name}": contrib_more.QUANTIZE_NO_EFFECT for name in contrib_more.quantize_names()}
+NO_EFFECT = {f"quantize{module}.{name}": contrib_more.QUANTIZE_NO_EFFECT for name in contrib_more.quantize_names()
+             for module in ("", ".python.quantize_graph")}
 
 def _missing_message(qualified, replacement):
     base = f"tf.contrib.{qualified} is not available: tf.contrib was removed in TensorFlow 2"

@@ -41,3 +41,14 @@ try:
     TransformGraph(frozen, ["input"], ["output"], ["quantize_weights"])
 except ValueError as error:
     print("GT error", error)
+
+# graph_matcher (tf.contrib.quantize's pattern matcher): the Conv2D + batch norm layers of the graph
+from tensorflow.contrib.quantize.python.graph_matcher import GraphMatcher, OneofPattern, OpTypePattern  # noqa: E402
+
+weights = OpTypePattern("Identity", inputs=[OpTypePattern("VariableV2|Const", name="variable")])
+layer = OpTypePattern("Conv2D|MatMul", name="layer", inputs=["*", weights])
+norm = OpTypePattern("FusedBatchNorm|FusedBatchNormV3", name="norm", inputs=[layer, "*", "*", "*", "*"])
+pattern = OneofPattern([norm, OpTypePattern("Mul", name="scale", inputs=[layer, "Const"], ordered_inputs=False)])
+found = [(m.get_op("layer").type, (m.get_op("norm") or m.get_op("scale")).type, m.get_op("variable").name)
+         for m in GraphMatcher(pattern).match_graph(g)]
+print("GT matches", found)
