@@ -7,9 +7,12 @@ registers what only the simulator has (tf.contrib.mixed_precision: contrib.regis
   hook.py          the import hook: the script's own `import tensorflow` gets the view; libraries the real module
   internals.py     TF 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped
   keras_compat.py  the same for Keras (tensorflow.python.keras, tf.keras), and Model._layers
-  contrib.py       tf.contrib, module by module; slim.py (tf-slim), contrib_more.py (the smaller modules),
-                   contrib_estimator.py (tfprof, estimator), optimizers.py, scipy_optimizer.py, rnn_cells.py,
-                   rnn_more.py, hparams.py, threadpool.py
+  contrib.py       tf.contrib, module by module; slim.py (tf-slim), contrib_more.py and contrib_misc.py (the
+                   smaller modules), contrib_estimator.py (tfprof, estimator), optimizers.py, scipy_optimizer.py,
+                   rnn_cells.py, rnn_more.py, seq2seq.py (TF1 Helpers), legacy_seq2seq.py, hparams.py,
+                   threadpool.py, all_reduce.py, learn.py (Experiment), graph_matcher.py,
+                   graph_editor.py / graph_editor_edit.py / graph_editor_copy.py (tf.contrib.graph_editor)
+  graph_transforms.py, graph_transforms_fold.py   tensorflow.tools.graph_transforms.TransformGraph
   mnist.py         tensorflow.examples.tutorials.mnist.input_data from local files
   resolve.py       what a `tensorflow...` path gives a script (for `npu-sim check`)
 """
