@@ -63,6 +63,8 @@ def test_seq2seq_helpers_train_a_nas_cell_decoder_that_greedy_decoding_then_repr
         "decode/decoder/nas_cell/kernel", "decode/decoder/nas_cell/recurrent_kernel",
         "decode/decoder/projection/bias", "decode/decoder/projection/kernel", "embeddings", "source_states"]
     assert "Object was never used" not in result.stderr
+    # Luong attention over a memory of lengths [4, 3, 2]: alignments sum to one and skip the padding
+    assert _line(result, "S2S attention") == "S2S attention (3, 4, 6) (3, 4) True True"
 
 
 def test_embedding_rank_id_gives_rank_address_and_size_per_row_and_names_rows_out_of_range(runs):

@@ -162,8 +162,9 @@ DIFFERENCES = {
     "image": "is tensorflow_addons.image (interpolation names are case-insensitive)",
     "crf": "is tensorflow_addons.text: crf_log_likelihood without transition_params creates a tf.Variable "
            "`transitions`",
-    "seq2seq": "is tensorflow_addons.seq2seq: attention mechanisms and BeamSearchDecoder are Keras layers "
-               "(constructor and call arguments of TensorFlow Addons)",
+    "seq2seq": "is tensorflow_addons.seq2seq: attention mechanisms, AttentionWrapper (with TF1's zero_state) and "
+               "BeamSearchDecoder are its Keras layers, with TensorFlow Addons' arguments and Keras variable names "
+               "(TF 1.15 checkpoints of attention models do not load)",
     **{f"seq2seq.{name}": None for name in seq2seq.TF1_NAMES},
     **{f"{path}.{name}": None for path in seq2seq.DEEP_PATHS for name in seq2seq.TF1_NAMES},
     "rnn.LSTMBlockCell": "is tf.compat.v1.nn.rnn_cell.LSTMCell (same variables; unfused ops)",

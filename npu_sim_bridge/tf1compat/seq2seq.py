@@ -225,6 +225,20 @@ def _quiet_unused_assert():
         logger.removeFilter(quiet)
 
 
+def _attention_wrapper_class():
+    """AttentionWrapper, tensorflow_addons' with TF1's zero_state(batch_size, dtype) (defined on first use)."""
+    tfa = _tfa()
+
+    class AttentionWrapper(tfa.AttentionWrapper):
+        """tensorflow_addons' AttentionWrapper with TF1's zero_state(batch_size, dtype): an AttentionWrapperState
+        whose cell_state scripts replace with .clone(cell_state=encoder_state)."""
+
+        def zero_state(self, batch_size, dtype):
+            return self.get_initial_state(batch_size=batch_size, dtype=dtype)
+
+    return AttentionWrapper
+
+
 def dynamic_decode(decoder, output_time_major=False, impute_finished=False, maximum_iterations=None,
                    parallel_iterations=32, swap_memory=False, scope=None, **kwargs):
     """TF1's dynamic_decode: (final_outputs, final_state, final_sequence_lengths), variables under `scope`
@@ -250,13 +264,14 @@ def seq2seq_names():
                   "SampleEmbeddingHelper": SampleEmbeddingHelper, "CustomHelper": CustomHelper,
                   "ScheduledEmbeddingTrainingHelper": ScheduledEmbeddingTrainingHelper,
                   "InferenceHelper": InferenceHelper, "BasicDecoder": _basic_decoder_class(),
-                  "dynamic_decode": dynamic_decode, "BasicDecoderOutput": _tfa().BasicDecoderOutput}
+                  "dynamic_decode": dynamic_decode, "BasicDecoderOutput": _tfa().BasicDecoderOutput,
+                  "AttentionWrapper": _attention_wrapper_class()}
     return dict(_names)
 
 
 TF1_NAMES = ("Helper", "TrainingHelper", "GreedyEmbeddingHelper", "SampleEmbeddingHelper", "CustomHelper",
              "ScheduledEmbeddingTrainingHelper", "InferenceHelper", "BasicDecoder", "dynamic_decode",
-             "BasicDecoderOutput")
+             "BasicDecoderOutput")  # AttentionWrapper is tensorflow_addons' with zero_state: a difference
 
 # The deep module paths of tf.contrib.seq2seq.python.ops (each holds the same names here).
 DEEP_PATHS = tuple(f"seq2seq.python.ops.{name}" for name in (

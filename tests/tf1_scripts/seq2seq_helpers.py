@@ -47,3 +47,20 @@ print("S2S trained", bool(last < first / 10), "greedy_matches", matches, "length
       "train_lengths", train_lengths.tolist(), "sampled_shape", list(drawn.shape[:1]),
       "is_helper", issubclass(tf.contrib.seq2seq.TrainingHelper, Helper))
 print("S2S variables", " ".join(names))
+
+# attention (tensorflow_addons' mechanisms) inside the TF1 decoder: AttentionWrapper.zero_state(...).clone(...)
+with tf.Graph().as_default():
+    memory = tf.constant(np.random.RandomState(0).rand(batch, 4, 6).astype(np.float32))
+    encoder_state = tf.nn.rnn_cell.LSTMStateTuple(tf.ones([batch, 6]), tf.ones([batch, 6]))
+    mechanism = tf.contrib.seq2seq.LuongAttention(6, memory, memory_sequence_length=[4, 3, 2])
+    attention_cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.LSTMCell(6), mechanism, attention_layer_size=6)
+    start = attention_cell.zero_state(batch, tf.float32).clone(cell_state=encoder_state)
+    table = tf.get_variable("embeddings", [vocab, 5])
+    attention_helper = tf.contrib.seq2seq.TrainingHelper(tf.nn.embedding_lookup(table, decoder_inputs), lengths)
+    attended, attended_state, _ = tf.contrib.seq2seq.dynamic_decode(
+        tf.contrib.seq2seq.BasicDecoder(attention_cell, attention_helper, start, tf.layers.Dense(vocab)))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        logits, alignments = sess.run([attended.rnn_output, attended_state.alignments])
+print("S2S attention", logits.shape, alignments.shape, bool(np.allclose(alignments.sum(axis=1), 1.0, atol=1e-5)),
+      bool(np.all(alignments[2, 2:] == 0)))
