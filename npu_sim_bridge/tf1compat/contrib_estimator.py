@@ -98,6 +98,22 @@ def clip_gradients_by_norm(optimizer, clip_norm):
     return clipped
 
 
+def export_all_saved_models(estimator, export_dir_base, input_receiver_fn_map, assets_extra=None, as_text=False,
+                            checkpoint_path=None, strip_default_attrs=False):
+    """tf.contrib.estimator.export_all_saved_models: one SavedModel with a graph per mode of
+    input_receiver_fn_map (Estimator.experimental_export_all_saved_models); returns its directory."""
+    del strip_default_attrs  # TensorFlow 2.15 always strips default attributes
+    return estimator.experimental_export_all_saved_models(export_dir_base, input_receiver_fn_map,
+                                                          assets_extra=assets_extra, as_text=as_text,
+                                                          checkpoint_path=checkpoint_path)
+
+
 def estimator_names():
+    from tensorflow_estimator.python.estimator.canned import saved_model_estimator
+    from tensorflow_estimator.python.estimator.export import export
+
     return {"TowerOptimizer": TowerOptimizer, "replicate_model_fn": replicate_model_fn,
-            "clip_gradients_by_norm": clip_gradients_by_norm}
+            "clip_gradients_by_norm": clip_gradients_by_norm, "export_all_saved_models": export_all_saved_models,
+            "SavedModelEstimator": saved_model_estimator.SavedModelEstimator,
+            "build_supervised_input_receiver_fn_from_input_fn": export.build_supervised_input_receiver_fn_from_input_fn,
+            "build_raw_supervised_input_receiver_fn": export.build_raw_supervised_input_receiver_fn}

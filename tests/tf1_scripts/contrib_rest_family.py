@@ -83,6 +83,15 @@ with tf.Graph().as_default(), tf.Session() as sess:  # the same numbers from the
     bias = tf.train.load_variable(model_dir, "dense/bias")
 print("REST predictor", predicted.shape, bool(np.allclose(predicted, features[:2] @ kernel + bias, atol=1e-5)))
 
+# contrib.estimator: one SavedModel for training, evaluation and serving; SavedModelEstimator evaluates it
+modes = {tf.estimator.ModeKeys.EVAL: tf.contrib.estimator.build_supervised_input_receiver_fn_from_input_fn(input_fn),
+         tf.estimator.ModeKeys.PREDICT: serving_input_fn}
+all_modes = tf.contrib.estimator.export_all_saved_models(tf.estimator.Estimator(model_fn, model_dir=model_dir),
+                                                         tempfile.mkdtemp(), modes)
+restored = tf.contrib.estimator.SavedModelEstimator(tf.compat.as_str(all_modes), model_dir=tempfile.mkdtemp())
+restored_loss = restored.evaluate(input_fn, steps=2)["loss"]
+print("REST saved_model_estimator", bool(np.isclose(restored_loss, evaluation["loss"], rtol=1e-4)))
+
 processor = tf.contrib.learn.preprocessing.VocabularyProcessor(4)
 ids = list(processor.fit_transform(["the cat sat", "the dog sat down here"]))
 print("REST vocabulary", [row.tolist() for row in ids], list(processor.transform(["a cat"]))[0].tolist())
