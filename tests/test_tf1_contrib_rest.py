@@ -88,7 +88,9 @@ def test_all_reduce_tensorrt_learn_experiment_vocabulary_and_attention_decoder_w
     # get_registered_ops, _IsBackpropagatable (float, int, bfloat16), Network, loader, projector, in_eager_mode
     assert _line(result, "REST internals") == "REST internals MatMul True [True, False, True] True True True False"
     # export_all_saved_models (EVAL + PREDICT graphs), SavedModelEstimator: the same loss as the Experiment's evaluation
-    assert _line(result, "REST saved_model_estimator") == "REST saved_model_estimator True"
+    assert _line(result, "REST saved_model_estimator") == "REST saved_model_estimator True [['eval'], ['serve']]"
+    # MultivariateNormalDiag: log_prob and entropy of independent normals; samples with the scales given
+    assert _line(result, "REST mvn") == "REST mvn True True [1.0, 2.0]"
     assert _line(result, "REST vocabulary") == "REST vocabulary [[1, 2, 3, 0], [1, 4, 3, 5]] [0, 2, 0, 0]"
     assert _line(result, "REST attention ") == "REST attention 3 [2, 2] True"
     names = _line(result, "REST attention_variables").split()[2:]

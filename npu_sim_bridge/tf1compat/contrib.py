@@ -100,6 +100,7 @@ DEEP_MODULES = dict(slim.DEEP_MODULES, **{
     "compiler.xla": "tensorflow.python.compiler.xla.xla",
     "staging.python.ops.data_flow_ops": "tensorflow.python.ops.data_flow_ops",
     **contrib_misc.DEEP_MODULES,
+    "saved_model.python.saved_model.reader": "tensorflow.python.tools.saved_model_utils",
 })
 
 
@@ -277,7 +278,8 @@ _BUILDERS = {
     "eager": _module("eager", contrib_misc.eager_names),
     "learn": _module("learn", lambda: importlib.import_module("npu_sim_bridge.tf1compat.learn").learn_names(), doc="tf.contrib.learn: Experiment, learn_runner, export strategies, "
                                                 "VocabularyProcessor (learn.py), MNIST datasets, ModeKeys"),
-    "distributions": _module("distributions", _small("distributions"), (_V1.distributions,)),
+    "distributions": _module("distributions", _merged(_small("distributions"), contrib_misc.distributions_names),
+                             (_V1.distributions,)),
     "tpu": _module("tpu", _small("tpu"), (_V1.estimator.tpu, _V1.tpu), "tf.compat.v1.estimator.tpu, tf.compat.v1.tpu"),
     "cluster_resolver": _module("cluster_resolver", None, (tf.distribute.cluster_resolver,)),
     "distribute": _module("distribute", contrib_misc.distribute_names, (_V1.distribute,)),

@@ -1,8 +1,12 @@
-"""Small tf.contrib modules on TensorFlow 2.15: predictor, eager, util.loader, distribute, tpu.proto, tensorboard.
+"""Small tf.contrib modules on TensorFlow 2.15: predictor, eager, util.loader, distribute, tpu.proto, tensorboard,
+distributions.MultivariateNormalDiag.
 
 predictor.from_saved_model loads a SavedModel into its own graph and session and runs one signature
-as a function of a dict of inputs. The others are TensorFlow 2.15's and TensorBoard's own names.
+as a function of a dict of inputs. MultivariateNormalDiag is independent normals over the last axis.
+The others are TensorFlow 2.15's and TensorBoard's own names.
 """
+
+import math
 
 import tensorflow as tf
 
@@ -53,6 +57,79 @@ def from_saved_model(export_dir, signature_def_key=None, signature_def=None, inp
 
 def predictor_names():
     return {"from_saved_model": from_saved_model}
+
+
+class MultivariateNormalDiag:
+    """A Gaussian over the last axis with covariance diag(scale_diag ** 2) (times scale_identity_multiplier ** 2).
+
+    loc [..., k] (zeros when None), scale_diag [..., k] (ones when None); batch axes broadcast.
+    """
+
+    def __init__(self, loc=None, scale_diag=None, scale_identity_multiplier=None, validate_args=False,
+                 allow_nan_stats=True, name="MultivariateNormalDiag"):
+        del allow_nan_stats
+        if loc is None and scale_diag is None:
+            raise ValueError("MultivariateNormalDiag: give loc or scale_diag (the event size comes from them)")
+        with tf.name_scope(name):
+            self._loc = tf.convert_to_tensor(loc) if loc is not None else None
+            dtype = self._loc.dtype if self._loc is not None else tf.convert_to_tensor(scale_diag).dtype
+            scale = tf.ones_like(self._loc) if scale_diag is None else tf.convert_to_tensor(scale_diag, dtype)
+            if scale_identity_multiplier is not None:
+                scale = scale * tf.convert_to_tensor(scale_identity_multiplier, dtype)
+            if validate_args:
+                check = tf.debugging.assert_positive(scale, message="MultivariateNormalDiag: scale_diag must be "
+                                                                    "positive")
+                with tf.control_dependencies([check]):
+                    scale = tf.identity(scale)
+            self._scale = scale
+            self._loc = tf.zeros_like(scale) if self._loc is None else self._loc + tf.zeros_like(scale)
+        self._name = name
+
+    loc = property(lambda self: self._loc)
+    scale_diag = property(lambda self: self._scale)
+
+    def mean(self, name="mean"):
+        return tf.identity(self._loc, name=name)
+
+    mode = mean
+
+    def stddev(self, name="stddev"):
+        return tf.identity(self._scale, name=name)
+
+    def variance(self, name="variance"):
+        return tf.square(self._scale, name=name)
+
+    def covariance(self, name="covariance"):
+        return tf.linalg.diag(tf.square(self._scale), name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        with tf.name_scope(name):
+            z = (tf.convert_to_tensor(value, self._loc.dtype) - self._loc) / self._scale
+            return -tf.reduce_sum(0.5 * tf.square(z) + tf.math.log(self._scale) + 0.5 * math.log(2 * math.pi), -1)
+
+    def prob(self, value, name="prob"):
+        return tf.exp(self.log_prob(value), name=name)
+
+    def entropy(self, name="entropy"):
+        with tf.name_scope(name):
+            return tf.reduce_sum(0.5 * math.log(2 * math.pi * math.e) + tf.math.log(self._scale), -1)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        with tf.name_scope(name):
+            shape = tf.concat([tf.reshape(tf.convert_to_tensor(sample_shape, tf.int32), [-1]),
+                               tf.shape(self._loc)], 0)
+            return self._loc + self._scale * tf.random.normal(shape, dtype=self._loc.dtype, seed=seed)
+
+    def kl_divergence(self, other, name="kl_divergence"):
+        """KL(self || other) for another MultivariateNormalDiag."""
+        with tf.name_scope(name):
+            ratio = tf.square(self._scale / other.scale_diag)
+            gap = tf.square((self._loc - other.loc) / other.scale_diag)
+            return 0.5 * tf.reduce_sum(ratio + gap - 1.0 - tf.math.log(ratio), -1)
+
+
+def distributions_names():
+    return {"MultivariateNormalDiag": MultivariateNormalDiag}
 
 
 def eager_names():

@@ -90,7 +90,10 @@ all_modes = tf.contrib.estimator.export_all_saved_models(tf.estimator.Estimator(
                                                          tempfile.mkdtemp(), modes)
 restored = tf.contrib.estimator.SavedModelEstimator(tf.compat.as_str(all_modes), model_dir=tempfile.mkdtemp())
 restored_loss = restored.evaluate(input_fn, steps=2)["loss"]
-print("REST saved_model_estimator", bool(np.isclose(restored_loss, evaluation["loss"], rtol=1e-4)))
+from tensorflow.contrib.saved_model.python.saved_model import reader  # noqa: E402
+
+tag_sets = sorted(sorted(tags) for tags in reader.get_saved_model_tag_sets(tf.compat.as_str(all_modes)))
+print("REST saved_model_estimator", bool(np.isclose(restored_loss, evaluation["loss"], rtol=1e-4)), tag_sets)
 
 processor = tf.contrib.learn.preprocessing.VocabularyProcessor(4)
 ids = list(processor.fit_transform(["the cat sat", "the dog sat down here"]))
@@ -135,3 +138,16 @@ print("REST internals", registered["MatMul"].name, len(registered) > 1000, train
       issubclass(network.Network, tf.keras.Model),
       callable(loader.load_op_library), os.path.exists(os.path.join(logdir, "projector_config.pbtxt")),
       tf.contrib.eager.in_eager_mode())
+
+# distributions.MultivariateNormalDiag: independent normals over the last axis
+with tf.Graph().as_default():
+    mvn = tf.contrib.distributions.MultivariateNormalDiag(loc=[0.0, 1.0], scale_diag=[1.0, 2.0])
+    normal = tf.distributions.Normal(loc=[0.0, 1.0], scale=[1.0, 2.0])
+    point = tf.constant([[0.5, -1.0], [2.0, 3.0]])
+    drawn = mvn.sample(4000, seed=3)
+    with tf.Session() as sess:
+        values = sess.run({"ours": mvn.log_prob(point), "want": tf.reduce_sum(normal.log_prob(point), -1),
+                           "entropy": mvn.entropy(), "want_entropy": tf.reduce_sum(normal.entropy()),
+                           "std": tf.math.reduce_std(drawn, 0)})
+print("REST mvn", bool(np.allclose(values["ours"], values["want"])),
+      bool(np.isclose(values["entropy"], values["want_entropy"])), np.round(values["std"], 1).tolist())
