@@ -91,6 +91,8 @@ def test_all_reduce_tensorrt_learn_experiment_vocabulary_and_attention_decoder_w
     assert _line(result, "REST saved_model_estimator") == "REST saved_model_estimator True [['eval'], ['serve']]"
     # MultivariateNormalDiag: log_prob and entropy of independent normals; samples with the scales given
     assert _line(result, "REST mvn") == "REST mvn True True [1.0, 2.0]"
+    # odeint against the closed forms, and d y(2) / d rate = -4 exp(-1) through the solver's loops
+    assert _line(result, "REST odeint") == "REST odeint True True True True"
     assert _line(result, "REST vocabulary") == "REST vocabulary [[1, 2, 3, 0], [1, 4, 3, 5]] [0, 2, 0, 0]"
     assert _line(result, "REST attention ") == "REST attention 3 [2, 2] True"
     names = _line(result, "REST attention_variables").split()[2:]

@@ -276,6 +276,7 @@ _BUILDERS = {
     "util": _module("util", _merged(contrib_more.util_names, lambda: {"loader": contrib_misc.util_loader_names()})),
     "predictor": _module("predictor", contrib_misc.predictor_names),
     "eager": _module("eager", contrib_misc.eager_names),
+    "integrate": _module("integrate", contrib_misc.integrate_names, doc="tf.contrib.integrate: odeint (odeint.py)"),
     "learn": _module("learn", lambda: importlib.import_module("npu_sim_bridge.tf1compat.learn").learn_names(), doc="tf.contrib.learn: Experiment, learn_runner, export strategies, "
                                                 "VocabularyProcessor (learn.py), MNIST datasets, ModeKeys"),
     "distributions": _module("distributions", _merged(_small("distributions"), contrib_misc.distributions_names),

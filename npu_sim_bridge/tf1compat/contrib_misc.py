@@ -1,5 +1,5 @@
 """Small tf.contrib modules on TensorFlow 2.15: predictor, eager, util.loader, distribute, tpu.proto, tensorboard,
-distributions.MultivariateNormalDiag.
+distributions.MultivariateNormalDiag, integrate (odeint.py).
 
 predictor.from_saved_model loads a SavedModel into its own graph and session and runs one signature
 as a function of a dict of inputs. MultivariateNormalDiag is independent normals over the last axis.
@@ -130,6 +130,12 @@ class MultivariateNormalDiag:
 
 def distributions_names():
     return {"MultivariateNormalDiag": MultivariateNormalDiag}
+
+
+def integrate_names():
+    from npu_sim_bridge.tf1compat.odeint import odeint
+
+    return {"odeint": odeint}
 
 
 def eager_names():

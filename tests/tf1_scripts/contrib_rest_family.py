@@ -151,3 +151,18 @@ with tf.Graph().as_default():
                            "std": tf.math.reduce_std(drawn, 0)})
 print("REST mvn", bool(np.allclose(values["ours"], values["want"])),
       bool(np.isclose(values["entropy"], values["want_entropy"])), np.round(values["std"], 1).tolist())
+
+# integrate.odeint: a harmonic oscillator (cos, -sin) and an exponential decay, with a gradient through the solver
+with tf.Graph().as_default():
+    times = np.linspace(0, 2, 5)
+    orbit, info = tf.contrib.integrate.odeint(lambda y, t: tf.stack([y[1], -y[0]]), tf.constant([1.0, 0.0], tf.float64),
+                                              times, rtol=1e-8, atol=1e-10, full_output=True)
+    rate = tf.Variable(0.5, dtype=tf.float64)
+    decay = tf.contrib.integrate.odeint(lambda y, t: -rate * y, tf.constant([2.0], tf.float64), times)
+    slope = tf.gradients(decay[-1, 0], rate)[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run({"orbit": orbit, "decay": decay, "slope": slope, "evals": info["num_func_evals"]})
+print("REST odeint", bool(np.allclose(got["orbit"], np.stack([np.cos(times), -np.sin(times)], 1), atol=1e-7)),
+      bool(np.allclose(got["decay"][:, 0], 2 * np.exp(-0.5 * times), atol=1e-5)),
+      bool(np.isclose(got["slope"], -4 * np.exp(-1.0), atol=1e-4)), got["evals"] > 0)
