@@ -80,6 +80,9 @@ TF115_CONTRIB_MODULES = frozenset({
 SYMBOL_REPLACEMENTS = {
     "data.sliding_window_batch": "dataset.window(size, shift).flat_map(...)",
     "rnn.AttentionCellWrapper": "tensorflow_addons.seq2seq.AttentionWrapper",
+    **{f"estimator.boosted_trees_{kind}_train_in_memory":
+       "tensorflow_decision_forests (TensorFlow 2.15's estimator package has no boosted trees any more)"
+       for kind in ("classifier", "regressor")},
 }
 
 # Deep module paths of TensorFlow 1.15 contrib -> the module that holds them now.
