@@ -185,6 +185,8 @@ def test_copy_reroute_and_graph_replace_compute_what_they_say():
         copied_c = info.transformed(c)
         assert copied_c.name == "copy/c:0" and info.original(copied_c) is c and view.inputs[0] is ten
         assert sess.run(copied_c).tolist() == [21.0, 41.0] and sess.run(c).tolist() == [3.0, 5.0]
+        _, again = graph_editor_copy.copy(c.op, dst_scope="copy")  # a scope of its own, as TF 1.15 made
+        assert again.transformed(c).name == "copy_1/c:0"
         replaced = graph_editor_copy.graph_replace({"out": c}, {a: tf.constant([0.5, 1.0])})
         assert sess.run(replaced["out"]).tolist() == [2.0, 3.0]
         assert len({op.name for op in graph.get_operations()}) == len(graph.get_operations())

@@ -124,9 +124,11 @@ def copy_with_input_replacements(sgv, replacement_ts, dst_graph=None, dst_scope=
     if not isinstance(dst_graph, tf.Graph):
         raise TypeError(f"copy: dst_graph must be a tf.Graph, got {type(dst_graph).__name__}")
     src_scope, dst_scope = _scope(src_scope), _scope(dst_scope)
-    if dst_scope and not reuse_dst_scope and _used_scope(dst_graph, dst_scope):
-        with dst_graph.name_scope(None):
-            dst_scope = _scope(dst_graph.unique_name(dst_scope[:-1], mark_as_used=False))
+    if dst_scope and not reuse_dst_scope:  # a scope of its own: dst_scope, else dst_scope_1, dst_scope_2, ...
+        base, number = dst_scope[:-1], 0
+        while _used_scope(dst_graph, dst_scope):
+            number += 1
+            dst_scope = f"{base}_{number}/"
     replacements = {key(old): new for old, new in replacement_ts.items()}
     for old, new in replacement_ts.items():
         if not isinstance(old, tf.Tensor) or not isinstance(new, tf.Tensor):
