@@ -192,7 +192,7 @@ def test_copy_reroute_and_graph_replace_compute_what_they_say():
         assert len({op.name for op in graph.get_operations()}) == len(graph.get_operations())
         moved = graph_editor_edit.reroute_ts([ten], [b])
     with V1.Session(graph=graph) as sess:  # a graph edited after a session ran it is read anew by a new session
-        assert moved == 1 and sess.run(c).tolist() == [11.0, 21.0]
+        assert moved == 2 and sess.run(c).tolist() == [11.0, 21.0]  # c and its copy copy_1/c read b
     other = tf.Graph()
     with tf.Graph().as_default():
         a, b, c = _chain()
