@@ -22,7 +22,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf1_scripts")
 V1 = tf.compat.v1
 RUN_SCRIPTS = ("graph_editor_recompute.py", "seq2seq_helpers.py", "host_embedding_ids.py", "contrib_rest_family.py",
-               "graph_transforms_frozen.py")
+               "graph_transforms_frozen.py", "bucket_by_length.py")
 
 
 def _npu_sim(*args):
@@ -113,6 +113,14 @@ def test_transform_graph_folds_batch_norms_and_constants_and_keeps_the_outputs(r
     assert "the transforms ['quantize_weights'] are not provided" in _line(result, "GT error")
     # graph_matcher: Conv2D + batch norm, and (inputs in any order) MatMul scaled by a constant
     assert _line(result, "GT matches") == "GT matches [('Conv2D', 'FusedBatchNormV3', 'w'), ('MatMul', 'Mul', 'w2')]"
+
+
+def test_bucket_by_sequence_length_batches_one_bucket_at_a_time_padded_to_the_longest(runs):
+    result = runs["bucket_by_length.py"]
+    # lengths 1 4 2 5 2 6 1 3, boundary 3: two batches of short and two of long sequences; the same without
+    # the two examples of length 1 when keep_input is length > 1
+    assert _line(result, "BUCKET all") == "BUCKET all 4 [0, 1, 2, 3, 4, 5, 6, 7] True True"
+    assert _line(result, "BUCKET kept") == "BUCKET kept 3 [1, 2, 3, 4, 5, 7] True True"
 
 
 def test_check_finds_nothing_missing_in_these_scripts(runs):

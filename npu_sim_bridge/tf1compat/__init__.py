@@ -10,7 +10,7 @@ registers what only the simulator has (tf.contrib.mixed_precision: contrib.regis
   contrib.py       tf.contrib, module by module; slim.py (tf-slim), contrib_more.py and contrib_misc.py (the
                    smaller modules), contrib_estimator.py (tfprof, estimator), optimizers.py, scipy_optimizer.py,
                    rnn_cells.py, rnn_more.py, seq2seq.py (TF1 Helpers), legacy_seq2seq.py, hparams.py,
-                   threadpool.py, all_reduce.py, learn.py (Experiment), graph_matcher.py,
+                   threadpool.py, all_reduce.py, learn.py (Experiment), graph_matcher.py, odeint.py, bucketing.py,
                    graph_editor.py / graph_editor_edit.py / graph_editor_copy.py (tf.contrib.graph_editor)
   graph_transforms.py, graph_transforms_fold.py   tensorflow.tools.graph_transforms.TransformGraph
   mnist.py         tensorflow.examples.tutorials.mnist.input_data from local files

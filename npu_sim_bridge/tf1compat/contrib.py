@@ -264,7 +264,7 @@ _BUILDERS = {
     "metrics": _module("metrics", _small("metrics"), lambda: (slim.tf_slim_module("tf_slim.metrics"),)),
     "training": _module("training", _merged(lambda: {"HParams": HParams,
                                                      "checkpoints_iterator": tf.train.checkpoints_iterator},
-                                            _small("training")),
+                                            _small("training"), contrib_misc.training_names),
                         lambda: (slim.tf_slim_module("tf_slim.training.training"),
                                  slim.tf_slim_module("tf_slim.training.evaluation"))),
     "rnn": _module("rnn", contrib_more.rnn_names, (_V1.nn.rnn_cell, _V1.nn),

@@ -132,6 +132,12 @@ def distributions_names():
     return {"MultivariateNormalDiag": MultivariateNormalDiag}
 
 
+def training_names():
+    from npu_sim_bridge.tf1compat import bucketing
+
+    return {"bucket": bucketing.bucket, "bucket_by_sequence_length": bucketing.bucket_by_sequence_length}
+
+
 def integrate_names():
     from npu_sim_bridge.tf1compat.odeint import odeint
 
