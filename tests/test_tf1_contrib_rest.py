@@ -157,6 +157,8 @@ def test_walks_filters_and_regex_selection_follow_the_live_graph():
         assert select.get_forward_walk_ops([a.op], within_ops=[a.op, b.op.inputs[0].op]) == [
             a.op, b.op.inputs[0].op]
         assert [op.name for op in select.select_ops("^[bc]$", graph=graph)] == ["b", "c"]
+        within = select.get_within_boundary_ops(graph, [b.op], boundary_ops=[a.op, c.op], inclusive=False)
+        assert [op.name for op in within] == ["mul/y", "mul", "b"]  # stopped at a and c, both ways
         assert [t.name for t in select.filter_ts_from_regex(graph.get_operations(), "^c:")] == ["c:0"]
         assert select.select_ts("(?#ts)^a:", graph=graph) == [a]
         with pytest.raises(ValueError, match="needs a graph: pass graph="):

@@ -252,6 +252,46 @@ def get_walks_union_ops(forward_seed_ops, backward_seed_ops, forward_inclusive=T
     return result
 
 
+def get_ops_ios(ops, control_inputs=False, control_outputs=None, control_ios=None):
+    """The ops connected to `ops` by an edge either way (their producers and consumers; control edges on request)."""
+    if control_ios is not None:
+        control_inputs, control_outputs = True, control_ios
+    result = []
+    for op in make_list_of_op(ops, allow_graph=False):
+        _extend_unique(result, [t.op for t in op.inputs] + [c for t in op.outputs for c in t.consumers()])
+        if control_inputs:
+            _extend_unique(result, op.control_inputs)
+        if control_outputs is not None:
+            _extend_unique(result, control_outputs.get(op))
+    return result
+
+
+def get_within_boundary_ops(ops, seed_ops, boundary_ops=(), inclusive=True, control_inputs=False,
+                            control_outputs=None, control_ios=None):
+    """The ops of `ops` reached from seed_ops along edges either way without crossing boundary_ops (which are
+    included when inclusive)."""
+    ops = make_list_of_op(ops)
+    seeds = make_list_of_op(seed_ops, allow_graph=False)
+    boundary = set(make_list_of_op(boundary_ops, check_graph=False)) if boundary_ops else set()
+    if boundary & set(seeds):
+        raise ValueError("get_within_boundary_ops: the boundary ops and the seed ops intersect: "
+                         f"{sorted(op.name for op in boundary & set(seeds))}")
+    reached, wave = set(seeds), list(seeds)
+    while wave:
+        new_wave = []
+        for op in get_ops_ios(wave, control_inputs, control_outputs, control_ios):
+            if op in reached:
+                continue
+            if op in boundary:
+                if inclusive:
+                    reached.add(op)
+            else:
+                reached.add(op)
+                new_wave.append(op)
+        wave = new_wave
+    return [op for op in ops if op in reached]
+
+
 def _regex(regex):
     if isinstance(regex, re.Pattern):
         return regex

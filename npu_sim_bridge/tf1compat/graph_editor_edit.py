@@ -239,6 +239,7 @@ def names():
         "get_consuming_ops", "ControlOutputs")}
     selecting = {name: getattr(select, name) for name in (
         "get_forward_walk_ops", "get_backward_walk_ops", "get_walks_intersection_ops", "get_walks_union_ops",
+        "get_within_boundary_ops", "get_ops_ios",
         "filter_ops", "filter_ts", "filter_ops_from_regex", "filter_ts_from_regex", "select_ops", "select_ts",
         "select_ops_and_ts")}
     subgraph = {"SubGraphView": SubGraphView, "make_view": make_view, "make_view_from_scope": make_view_from_scope}
