@@ -139,7 +139,7 @@ def test_contrib_names_without_equivalent_fail_naming_the_replacement(runs):
     result = _succeeded(runs["contrib"])
     cloud = _line(result, "CONTRIB error cloud:")
     assert "tf.contrib.cloud.BigtableClient is not available" in cloud
-    assert "no direct equivalent" in cloud
+    assert "use the google-cloud-bigtable client outside the graph" in cloud
     cudnn = _line(result, "CONTRIB error cudnn_rnn:")
     assert "cannot import name 'CudnnLSTM'" in cudnn and "tf.keras.layers.LSTM" in cudnn
     assert "no attribute 'not_a_contrib_module'" in _line(result, "CONTRIB error unknown:")

@@ -59,6 +59,8 @@ MODULE_REPLACEMENTS = {
     "timeseries": "tf.keras models (tf.contrib.timeseries has no TensorFlow 2 port)",
     "compiler": "tf.function(jit_compile=True) (XLA)",
     "learn": "tf.estimator (tf.compat.v1.estimator)",
+    **dict.fromkeys(("cloud", "bigtable"), "the google-cloud-bigtable client outside the graph, feeding tf.data "
+                                           "(no Cloud Bigtable is reachable from the simulation)"),
     "opt": "the tf.compat.v1.train optimizers, or tensorflow_addons.optimizers with Keras",
 }
 
