@@ -23,8 +23,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from npu_sim_bridge.runtime.alias import install_alias  # noqa: E402
 
-DEFAULT_CENSUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "reference",
-                              "modelzoo_npu_bridge_census.md")
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The census sits next to the checkout, or next to the folder that holds the worktrees.
+_CANDIDATES = [os.path.normpath(os.path.join(_CHECKOUT, *up, "shared", "reference", "modelzoo_npu_bridge_census.md"))
+               for up in (("..",), ("..", ".."))]
+DEFAULT_CENSUS = next((path for path in _CANDIDATES if os.path.isfile(path)), _CANDIDATES[0])
 CORPUS_MODELS = 467  # models of the corpus that use npu_bridge (the census's denominator)
 _ROW = re.compile(r"^\|(?: \d+ \|)? `(?P<name>[^`]+)` \| (?P<models>\d+) \| (?P<files>\d+) \| (?P<rest>.*)$")
 
