@@ -120,3 +120,61 @@ def test_entry_turns_errors_into_a_failing_graph_once():
     with tf.compat.v1.Session(graph=graph) as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="NpuOptimizer: option precision_mode"):
             sess.run("y:0", {"x:0": [1.0, 2.0]})
+
+
+def test_pipeline_is_idempotent_on_a_model_with_control_flow_and_functions():
+    """What lets a later Grappler iteration hand the graph back untouched: running the passes again
+    over their own output (BN behind a training flag, a cond dropout, GeOp bodies) changes nothing."""
+    from npu_sim_bridge.passes import ItemInfo
+    from npu_sim_bridge.testing import zoo
+
+    model = zoo.tf1_batchnorm_cnn()
+    options = from_dict({"precision_mode": "allow_mix_precision"})
+    item = ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names()))
+    first = run_pipeline(model.graph_def(), options, item, remember=False).graph_def
+    assert first.library.function, "the GeOp bodies are library functions"
+    assert pipeline.nothing_new(first, item)
+    again = run_pipeline(first, options, item, remember=False)
+    assert again.report.rerun
+    assert again.graph_def == first
+
+
+def test_later_iteration_rewrites_what_another_optimizer_added(monkeypatch):
+    """Grappler's second iteration: with nothing new the graph comes back as it went in and no pass
+    runs; a node another optimizer added in between is rewritten like the rest."""
+    import npu_sim_bridge.passes as passes_package
+
+    ran = []
+    original = passes_package.run_pipeline
+    monkeypatch.setattr(passes_package, "run_pipeline", lambda *a, **k: ran.append(1) or original(*a, **k))
+    args = (["y:0"], ["x"], ["x", "y"], _config_bytes(precision_mode="allow_mix_precision"))
+    first = entry.optimize("tf_graph", _graph_def().SerializeToString(), *args)
+    assert len(ran) == 1
+    assert entry.optimize("tf_graph", first, *args) == first
+    assert len(ran) == 1, "a later iteration with nothing new runs no pass"
+
+    changed = graph_pb2.GraphDef.FromString(first)
+    added = changed.node.add(name="y_added", op="Relu", input=["y"])
+    added.attr["T"].type = tf.float32.as_datatype_enum
+    assert not pipeline.nothing_new(changed, pipeline.ItemInfo(id="tf_graph"))
+    out = graph_pb2.GraphDef.FromString(entry.optimize("tf_graph", changed.SerializeToString(), *args))
+    assert len(ran) == 2
+    node = next(n for n in out.node if n.name == "y_added" or n.name.endswith("/y_added"))
+    assert pipeline.SEEN_ATTR in node.attr
+
+
+def test_a_later_run_keeps_the_dtypes_the_first_decided_where_it_changed_nothing():
+    """force_fp16 keeps a fetched Mul float32 and inserts nothing; a second run over the output, where
+    that Mul sits in a GeOp body and is no longer the fetched node, must not drop it after all."""
+    from npu_sim_bridge.passes import ItemInfo
+
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.compat.v1.placeholder(tf.float32, [], name="a")
+        tf.multiply(a, 3.0, name="b")
+    options = from_dict({"precision_mode": "force_fp16"})
+    item = ItemInfo(id="tf_graph", fetch=("b:0",), feed=("a",))
+    first = run_pipeline(graph.as_graph_def(), options, item, remember=False)
+    assert first.report.nodes["b"].dtype_after == "float32"
+    again = run_pipeline(first.graph_def, options, item, remember=False)
+    assert again.graph_def == first.graph_def

@@ -81,7 +81,7 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, fetch, feed, preserve, 
     try:
         from npu_sim_bridge.config import parse_parameter_map
         from npu_sim_bridge.passes import ItemInfo, run_pipeline
-        from npu_sim_bridge.passes.pipeline import covered_by_caller
+        from npu_sim_bridge.passes.pipeline import nothing_new
 
         config = rewriter_config_pb2.RewriterConfig.CustomGraphOptimizer.FromString(config_bytes)
         _check_name(config.name)
@@ -90,8 +90,8 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, fetch, feed, preserve, 
         _check_single_entry(graph_def, digest)
         item = ItemInfo(id=item_id, fetch=tuple(fetch), feed=tuple(feed),
                         preserve=frozenset(preserve), is_function=_is_function_item(item_id, graph_def))
-        if covered_by_caller(graph_def, item):
-            logger.debug("NpuOptimizer: function %s was rewritten with its caller", item_id)
+        if nothing_new(graph_def, item):  # a body rewritten with its caller, or a later iteration
+            logger.debug("NpuOptimizer: %s holds nothing it has not rewritten already", item_id)
             return graph_bytes
         rewritten = run_pipeline(graph_def, options, item).graph_def
         if rewritten.node:

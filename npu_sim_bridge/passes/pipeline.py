@@ -29,8 +29,8 @@ from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, ItemInfo, PassConte
 from npu_sim_bridge.report import history
 from npu_sim_bridge.report.model import PassRecord, Report
 
-__all__ = ["SEEN_ATTR", "PipelineResult", "available_passes", "covered_by_caller", "run_pipeline",
-           "selected_passes"]
+__all__ = ["SEEN_ATTR", "PipelineResult", "available_passes", "covered_by_caller", "nothing_new",
+           "run_pipeline", "selected_passes"]
 
 # Nodes Grappler adds around a function body when it hands the function over as an item.
 _FUNCTION_EDGE_OPS = FUNCTION_EDGE_OPS
@@ -234,6 +234,20 @@ def covered_by_caller(graph_def: graph_pb2.GraphDef, item: ItemInfo) -> bool:
     """
     return item.is_function and all(SEEN_ATTR in node.attr for node in graph_def.node
                                     if node.op not in _FUNCTION_EDGE_OPS)
+
+
+def nothing_new(graph_def: graph_pb2.GraphDef, item: ItemInfo) -> bool:
+    """True when the pipeline has already seen every node Grappler hands over, and every node of the
+    library's functions: a function body covered by its caller, or Grappler's later iteration over a
+    graph that no other optimizer changed in between. The pipeline would return the graph unchanged
+    (it is idempotent), so the caller can hand it back as it came. A node another optimizer added
+    carries no stamp, and then the pipeline runs.
+    """
+    if item.is_function:
+        return covered_by_caller(graph_def, item)
+    if not graph_def.node or not all(SEEN_ATTR in node.attr for node in graph_def.node):
+        return False
+    return all(SEEN_ATTR in node.attr for function in graph_def.library.function for node in function.node_def)
 
 
 def _write_report(report: Report, options, before=None, after=None) -> None:

@@ -44,7 +44,10 @@ class PrecisionPass(GraphPass):
             raise ConfigError(
                 f"the graph was already rewritten by the precision pass for {', '.join(sorted(earlier))} "
                 f"(mode:execution), and now {setting} is asked; rewrite the original graph instead")
-        rewrite = not earlier
+        # A graph the pipeline has seen (a later Grappler iteration) was decided then, even where the
+        # pass changed nothing and left no mark: deciding its GeOp bodies again, out of their caller's
+        # context (fetched and fed nodes), would run them in other dtypes than the report says.
+        rewrite = not earlier and not ctx.report.rerun
         if not rewrite and ctx.item.is_function:  # a body Grappler hands over after its caller: reported there
             return PassResult(changed=False, stats={"already_rewritten": True})
 
