@@ -178,3 +178,21 @@ def test_a_later_run_keeps_the_dtypes_the_first_decided_where_it_changed_nothing
     assert first.report.nodes["b"].dtype_after == "float32"
     again = run_pipeline(first.graph_def, options, item, remember=False)
     assert again.graph_def == first.graph_def
+
+
+def test_a_geop_body_changed_by_other_optimizers_is_stamped_not_decided_again():
+    """Grappler's default optimizers run on a GeOp body before NpuOptimizer sees it as a function
+    item; the body's dtypes and placement are its caller's, so what they added is only stamped."""
+    from npu_sim_bridge.passes import ItemInfo
+
+    body = _graph_def()
+    body.node[0].attr[pipeline.SEEN_ATTR].b = True  # decided with the caller; the rest is "new"
+    item = ItemInfo(id="GeOp3_0", is_function=True)
+    result = run_pipeline(body, from_dict({"precision_mode": "force_fp16"}), item, remember=False)
+    assert not result.report.passes and result.report.rerun
+    assert "4 node(s) other Grappler optimizers added since were stamped" in result.report.skipped
+    assert all(pipeline.SEEN_ATTR in node.attr for node in result.graph_def.node)
+    for node in result.graph_def.node:
+        del node.attr[pipeline.SEEN_ATTR]
+    plain = _graph_def()
+    assert result.graph_def == plain  # nothing else changed: no Casts, no float16

@@ -117,6 +117,8 @@ def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None =
 def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
     started = time.perf_counter()
     item = item or ItemInfo()
+    if _geop_body(item):
+        return _stamped_body(graph_def, options, item, started, remember)
     work = graph_pb2.GraphDef()
     work.CopyFrom(graph_def)
     report = Report(_graph_id(item), options.to_dict(), item_id=item.id)
@@ -210,9 +212,35 @@ def _place_new_nodes(view: GraphView, report: Report) -> None:
 
 def _already_rewritten(view: GraphView, item: ItemInfo) -> bool:
     """True for Grappler's later iterations and for GeOp bodies: NpuOptimizer has seen them."""
-    if item.is_function and item.id.startswith("GeOp"):
+    if _geop_body(item):
         return True
     return any(SEEN_ATTR in node.attr for node in view.nodes())
+
+
+def _geop_body(item: ItemInfo) -> bool:
+    """A GeOp body Grappler hands over as a function item: the partition pass outlined it and every
+    node in it was decided in its caller's run (the caller's report holds those decisions)."""
+    return item.is_function and item.id.startswith("GeOp")
+
+
+def _stamped_body(graph_def, options, item, started, remember) -> PipelineResult:
+    """A GeOp body that Grappler's other optimizers changed after its caller's run: no pass would
+    change it (the placement and dtypes of a body are its caller's), so the nodes they added are only
+    stamped, and the report says how many."""
+    work = graph_pb2.GraphDef()
+    work.CopyFrom(graph_def)
+    added = [node for node in work.node if SEEN_ATTR not in node.attr and node.op not in _FUNCTION_EDGE_OPS]
+    for node in added:
+        node.attr[SEEN_ATTR].b = True
+    report = Report(_graph_id(item), options.to_dict(), item_id=item.id)
+    report.rerun = True
+    report.nodes_before = report.nodes_after = len(work.node)
+    report.skipped = (f"GeOp body decided with its caller; {len(added)} node(s) other Grappler optimizers "
+                      "added since were stamped")
+    report.seconds = time.perf_counter() - started
+    if remember:
+        history.remember(report)
+    return PipelineResult(work, report)
 
 
 def _stamp_seen(view: GraphView, bodies: bool) -> None:
