@@ -96,7 +96,8 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     data_edges: list[tuple[str, int, TensorRef]] = []   # (outside consumer, input index, member tensor)
     control_users: list[str] = []
     control_members: set[str] = set()    # members an outside node waits on
-    outside_users = sorted({user for name in member_order for user in view.consumers(name)} - member_set)
+    consumer_index = view.consumer_index()
+    outside_users = sorted({user for name in member_order for user in consumer_index.get(name, ())} - member_set)
     for user in outside_users:
         for index, text in enumerate(view.node(user).input):
             ref = parse_input(text)
@@ -177,11 +178,8 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     if call_name in view:
         raise GraphValidationError(f"cannot add call node {call_name!r}: the name is taken")
 
-    # Detach the members, add the call, point the outside users at it, then drop the members;
+    # Add the call, point the outside users at it, then drop the members in one step;
     # the stubs come last because they take members' names.
-    for name in member_order:
-        for index in reversed(range(len(view.node(name).input))):
-            view.remove_input(name, index)
     library[function_name] = func
     view.graph_def.library.function.add().CopyFrom(func)
     view.add_node(call)
@@ -195,8 +193,7 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
                 view.remove_input(user, index)
         if not any(text == call_name or text.startswith(call_name + ":") for text in node.input):
             view.add_input(user, "^" + call_name)
-    for name in member_order:
-        view.remove_node(name)
+    view.remove_nodes(member_order)
     if keep:
         view.compact()  # the stubs reuse member names: the removed nodes must be gone first
 

@@ -2,7 +2,8 @@
 
 All mutation goes through the view's methods so the indexes never drift from the GraphDef:
 `add_node`, `remove_node`, `set_input`, `add_input`, `remove_input` and `replace_uses`.
-Removed nodes are dropped from the GraphDef in one sweep by `compact()` (called by `to_graph_def`).
+`remove_nodes` removes a set of nodes at once. Removed nodes are dropped from the GraphDef in one
+sweep by `compact()` (called by `to_graph_def`); the live nodes' NodeDefs stay where they are.
 """
 
 from __future__ import annotations
@@ -179,15 +180,48 @@ class GraphView:
                 count += 1
         return count
 
+    def remove_nodes(self, names: Iterable[str]) -> None:
+        """Remove several nodes at once; they may read each other, but no other node may read them."""
+        gone = dict.fromkeys(names)
+        for name in gone:
+            outside = [user for user in self._consumers.get(name, ()) if user not in gone]
+            if outside:
+                raise GraphValidationError(
+                    f"cannot remove node {name!r}: still read by {', '.join(sorted(outside)[:5])}")
+        ranks = self.ranks
+        for name in gone:
+            self._nodes.pop(name)
+            del self._order[name]
+            for text in self._inputs.pop(name):
+                producer = parse_input(text).node
+                if producer not in gone:
+                    self._unlink(producer, name)
+            self._consumers.pop(name, None)
+            self._removed.add(name)
+            self.touched.discard(name)
+            if ranks is not None:
+                ranks.pop(name, None)
+
     def compact(self) -> None:
-        """Drop removed nodes from the GraphDef and rebuild the indexes over the new storage."""
+        """Drop removed nodes from the GraphDef (the live nodes keep their place and their index entries)."""
         if not self._removed:
             return
-        kept = [node for node in self._graph_def.node if node.name not in self._removed]
-        del self._graph_def.node[:]
-        self._graph_def.node.extend(kept)
+        removed, seen = self._removed, set()
+        runs: list[list[int]] = []  # [start, end) of removed nodes, last run first
+        for index, node in enumerate(self._graph_def.node):
+            name = node.name
+            if name in removed:
+                if runs and runs[-1][1] == index:
+                    runs[-1][1] = index + 1
+                else:
+                    runs.append([index, index + 1])
+            elif name in seen:  # a removed name taken again by add_node while the old node was still stored
+                raise GraphValidationError(f"the graph has duplicate node names: {name}")
+            else:
+                seen.add(name)
+        for start, end in reversed(runs):
+            del self._graph_def.node[start:end]
         self._removed.clear()
-        self._reindex()
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
         self.compact()
