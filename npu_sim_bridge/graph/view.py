@@ -69,6 +69,10 @@ class GraphView:
     def get(self, name: str) -> node_def_pb2.NodeDef | None:
         return self._nodes.get(name)
 
+    def input_texts(self, name: str) -> list[str]:
+        """A node's input strings as the NodeDef lists them, from the index (read-only; no protobuf read)."""
+        return self._inputs[name]
+
     def inputs(self, name: str) -> list[TensorRef]:
         """Every input of a node, data inputs first, as written in the NodeDef."""
         return [parse_input(text) for text in self._inputs[name]]

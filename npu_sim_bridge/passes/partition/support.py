@@ -12,7 +12,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
     CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
-from npu_sim_bridge.graph.ports import input_ports, output_ports
+from npu_sim_bridge.graph.ports import has_port_of_type
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
 from npu_sim_bridge.report.reasons import Reason, host
@@ -100,7 +100,7 @@ def variable(node, ctx):
 def string_op(node, ctx):
     if node.op in STRING_CARRIERS:
         return None
-    if any(port.dtype == types_pb2.DT_STRING for port in _all_ports(node, ctx.functions)):
+    if has_port_of_type(node, types_pb2.DT_STRING, ctx.functions):
         return host("string_op", op=node.op)
     return None
 
@@ -182,10 +182,6 @@ def grappler_fused_parts(node) -> list[str]:
 # The names remapper writes in `fused_ops` that are not op types.
 _FUSED_OP_TYPES = {"LeakyRelu": "LeakyRelu", "GeluApproximate": "Gelu", "GeluExact": "Gelu",
                    "FusedBatchNorm": "FusedBatchNormV3"}
-
-
-def _all_ports(node, functions):
-    return output_ports(node, functions) + input_ports(node, functions)
 
 
 def _called_functions(node, functions) -> list[str]:
