@@ -44,6 +44,21 @@ READ_REF = "ref read"
 
 
 @dataclasses.dataclass
+class Layout:
+    """The units and layers of a proposal's last round, for carrying it over added nodes (carry.py)."""
+
+    unit_of: dict[str, int]
+    frame: list[str]            # per unit: its outermost v1 while frame, "" for a node of the root frame
+    device: list[bool]          # per unit
+    layer: list[int]            # per unit: the layer of a device unit
+    reach_device: list[float]   # per unit: the highest layer a device producer of it may take
+    segment_of: dict[int, int]  # device unit -> index in the proposal's segments
+    split_frames: bool          # a frame tangled in a cycle was taken apart
+    regions: list[list[str]]    # the v1 cond regions of the first round (regions.py)
+    guards: Callable            # (producer, port) -> the v1 cond branches the tensor lives in
+
+
+@dataclasses.dataclass
 class Proposal:
     """Host reasons of the nodes that stay on the host, and the device segments (node names, in order)."""
 
@@ -52,6 +67,7 @@ class Proposal:
     dropped: list[tuple[list[str], str]] = dataclasses.field(default_factory=list)  # (nodes, why)
     bridges: list[bridges.Bridge] = dataclasses.field(default_factory=list)  # cond tensors crossing live
     rounds: int = 0
+    layout: Layout | None = None
 
     def placement(self, names) -> dict[str, str]:
         return {name: HOST if name in self.host else DEVICE for name in names}
@@ -236,7 +252,8 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
             units = _Units(view, order, frames, split)
             guards = regions.branch_guards(view, units)
             if rounds == 1:  # the host ops the candidate test found keep their cond regions on host
-                regions.keep_regions_whole(view, regions.cond_regions(view, units, guards), host)
+                cond_regions = regions.cond_regions(view, units, guards)
+                regions.keep_regions_whole(view, cond_regions, host)
         if units.stuck:
             # A frame tangled with outside nodes into a cycle of units: keep its nodes apart, on host.
             for unit in units.stuck:
@@ -247,7 +264,7 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
             units = None
             continue
         device_unit = _unit_placement(units, host)
-        segment_of, segments = _segments(units, device_unit)
+        segment_of, segments, layer, reach_device = _segments(units, device_unit)
         violations, crossings = _tied_violations(view, units, kinds, guards, segment_of)
         if violations:
             for edge, kind in violations:
@@ -264,7 +281,9 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
         dropped.extend(dropped_now)
 
     position = {name: i for i, name in enumerate(order)}
-    proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped)
+    layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
+                    cond_regions, guards)
+    proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped, layout=layout)
     proposal.segments = [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
                          for members in segments]
     return proposal
@@ -307,8 +326,11 @@ def _unit_placement(units: _Units, host: dict[str, Reason]) -> list[bool]:
     return device
 
 
-def _segments(units: _Units, device: list[bool]) -> tuple[dict[int, int], list[list[int]]]:
-    """Layer the device units and group each layer's connected device units into segments."""
+def _segments(units: _Units, device: list[bool]):
+    """Layer the device units and group each layer's connected device units into segments.
+
+    Returns (device unit -> segment index, the segments' units, layer per unit, reach_device per unit).
+    """
     count = len(units.nodes)
     pred, succ = units.pred, units.succ
     # ASAP: a unit's layer is the highest layer among its sources, plus one after a host source
@@ -376,7 +398,7 @@ def _segments(units: _Units, device: list[bool]) -> tuple[dict[int, int], list[l
     # Groups were created in the order of their first member: already sorted by its rank.
     segments = list(groups.values())
     segment_of = {unit: index for index, members in enumerate(segments) for unit in members}
-    return segment_of, segments
+    return segment_of, segments, layer, reach_device
 
 
 def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, segment_of: dict[int, int]):
