@@ -365,25 +365,29 @@ def _segments(units: _Units, device: list[bool]):
             limit = min(map(reach.__getitem__, targets)) if targets else _INF
             reach[unit], reach_device[unit] = limit, limit - 1
     parent = list(range(count))
+    # A device unit's layer, None for a host unit: device-device edges within a layer join segments.
+    level_of = [level if on_device else None for level, on_device in zip(layer, device)]
     for unit in units.order:
-        if not device[unit]:
+        level = level_of[unit]
+        if level is None:
             continue
-        level = layer[unit]
-        for target in succ[unit]:
-            if device[target] and layer[target] == level:
-                a = unit
-                while parent[a] != a:
-                    parent[a] = parent[parent[a]]
-                    a = parent[a]
-                b = target
-                while parent[b] != b:
-                    parent[b] = parent[parent[b]]
-                    b = parent[b]
-                if a != b:
-                    if a < b:
-                        parent[b] = a
-                    else:
-                        parent[a] = b
+        joined = [target for target in succ[unit] if level_of[target] == level]
+        if not joined:
+            continue
+        a = unit
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        for b in joined:
+            while parent[b] != b:
+                parent[b] = parent[parent[b]]
+                b = parent[b]
+            if a != b:
+                if a < b:
+                    parent[b] = a
+                else:
+                    parent[a] = b
+                    a = b
     groups: dict[int, list[int]] = {}
     for unit in units.order:
         if device[unit]:
