@@ -102,7 +102,8 @@ class _Units:
         # Edges between units as plain (producer, port, consumer, source unit, target unit) tuples
         # (the fields of _Edge), in node order then input order: the order of the violations.
         self.edges: list[tuple[str, int, str, int, int]] = []
-        edges = self.edges
+        self.data_edges: list[tuple[str, int, str, int, int]] = []  # the edges with a port >= 0
+        edges, data_edges = self.edges, self.data_edges
         succ: list[set[int]] = [set() for _ in self.nodes]
         pred: list[set[int]] = [set() for _ in self.nodes]
         records = view.records()
@@ -116,7 +117,10 @@ class _Units:
                 source = unit_of.get(producer)
                 if source is None or source == target or producer in back_edge_sources:
                     continue
-                edges.append((producer, port, name, source, target))
+                edge = (producer, port, name, source, target)
+                edges.append(edge)
+                if port >= 0:
+                    data_edges.append(edge)
                 succ[source].add(target)
                 pred[target].add(source)
         self.succ = [sorted(s) for s in succ]
@@ -411,7 +415,9 @@ def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, s
     segment = [-1] * len(units.nodes)  # -1: host
     for unit, index in segment_of.items():
         segment[unit] = index
-    crossing = [edge for edge in units.edges if segment[edge[3]] != segment[edge[4]]]
+    # Without v1 conds no control edge can be tied (the guard of each is empty): data edges suffice.
+    edges = units.data_edges if guards is regions.no_guards else units.edges
+    crossing = [edge for edge in edges if segment[edge[3]] != segment[edge[4]]]
     for edge in crossing:
         producer, port, consumer, source, _ = edge
         kind = None
