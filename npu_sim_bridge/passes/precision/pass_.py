@@ -100,6 +100,7 @@ class PrecisionPass(GraphPass):
         # Bodies alike but for their name (the branches of every batch norm's cond) get the same
         # decisions and the same rewrite: each is worked out once.
         done: dict[bytes, tuple] = {}
+        stored_at = None  # function name -> its index in the library
         for fname in fn.reachable_functions(view, functions):
             fdef = functions[fname]
             if fn.is_parametrized(fdef):
@@ -118,13 +119,12 @@ class PrecisionPass(GraphPass):
             totals.add(plans, rewriter)
             if new_fdef is None:
                 continue
-            for index, existing in enumerate(view.graph_def.library.function):
-                if existing.signature.name == fname:
-                    stored = view.graph_def.library.function[index]
-                    stored.CopyFrom(new_fdef)
-                    stored.signature.name = fname
-                    functions[fname] = stored
-                    break
+            if stored_at is None:
+                stored_at = {f.signature.name: index for index, f in enumerate(view.graph_def.library.function)}
+            stored = view.graph_def.library.function[stored_at[fname]]
+            stored.CopyFrom(new_fdef)
+            stored.signature.name = fname
+            functions[fname] = stored
         return count
 
 
