@@ -30,7 +30,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, makes_passable_variant
+from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, SWITCH_OPS, makes_passable_variant
 from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
@@ -99,30 +99,39 @@ class _Units:
                 self.frame.append(top if key[0] == "frame" else "")
             self.nodes[unit].append(name)
             self.of[name] = unit
-        # Edges between units as plain (producer, port, consumer, source unit, target unit) tuples
-        # (the fields of _Edge), in node order then input order: the order of the violations.
-        self.edges: list[tuple[str, int, str, int, int]] = []
-        self.data_edges: list[tuple[str, int, str, int, int]] = []  # the edges with a port >= 0
-        edges, data_edges = self.edges, self.data_edges
-        succ: list[set[int]] = [set() for _ in self.nodes]
-        pred: list[set[int]] = [set() for _ in self.nodes]
         records = view.records()
         inputs_of = {name: inputs for name, _, inputs in records}
         back_edge_sources = {name for name, op, _ in records if op in BACK_EDGE_OPS}
         unit_of = self.of
+        # Unit successors and predecessors, from the consumer index (the sets are built in C).
+        succ: list[set[int]] = [set() for _ in self.nodes]
+        pred: list[set[int]] = [set() for _ in self.nodes]
+        for producer, users in view.consumer_index().items():
+            source = unit_of.get(producer)
+            if source is None or not users or producer in back_edge_sources:
+                continue
+            targets = {unit_of[user] for user in users}
+            targets.discard(source)
+            succ[source] |= targets
+            for target in targets:
+                pred[target].add(source)
+        # The edges between units that a segment boundary may not cut: data edges, and control
+        # edges too when the graph has v1 conds (a control edge is tied only through a cond guard).
+        # Plain (producer, port, consumer, source unit, target unit) tuples (the fields of _Edge),
+        # in node order then input order: the order of the violations.
+        self.edges: list[tuple[str, int, str, int, int]] = []
+        edges = self.edges
+        with_control = any(op in SWITCH_OPS for _, op, _ in records)
         for name in order:
             target = unit_of[name]
             for text in inputs_of[name]:
+                if text[0] == "^" and not with_control:
+                    continue
                 producer, port = parse_input(text)
                 source = unit_of.get(producer)
                 if source is None or source == target or producer in back_edge_sources:
                     continue
-                edge = (producer, port, name, source, target)
-                edges.append(edge)
-                if port >= 0:
-                    data_edges.append(edge)
-                succ[source].add(target)
-                pred[target].add(source)
+                edges.append((producer, port, name, source, target))
         self.succ = [sorted(s) for s in succ]
         self.pred = [sorted(p) for p in pred]
         self.order, self.stuck = self._topological()
@@ -415,9 +424,7 @@ def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, s
     segment = [-1] * len(units.nodes)  # -1: host
     for unit, index in segment_of.items():
         segment[unit] = index
-    # Without v1 conds no control edge can be tied (the guard of each is empty): data edges suffice.
-    edges = units.data_edges if guards is regions.no_guards else units.edges
-    crossing = [edge for edge in edges if segment[edge[3]] != segment[edge[4]]]
+    crossing = [edge for edge in units.edges if segment[edge[3]] != segment[edge[4]]]
     for edge in crossing:
         producer, port, consumer, source, _ = edge
         kind = None
