@@ -35,7 +35,8 @@ from npu_sim_bridge.passes.partition.cluster import READ_REF, EdgeKinds, Proposa
 _MAX_CHAIN = 16
 
 
-def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidate, kinds: EdgeKinds) -> Proposal | None:
+def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidate,
+          kinds: EdgeKinds) -> Proposal | None:
     """The proposal a fresh `propose` would make on the current graph, or None when it cannot be carried.
 
     `is_candidate(node)` says whether a new node passes the device-candidate test.
@@ -134,7 +135,8 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if user in new:
                 continue
             user_unit = unit_of[user]
-            if layout.segment_of.get(user_unit) != segment and (layout.guards(*found) or _tied(view, kinds, name, user)):
+            crosses = layout.segment_of.get(user_unit) != segment
+            if crosses and (layout.guards(*found) or _tied(view, kinds, name, user)):
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
     order = topological_order(view)
