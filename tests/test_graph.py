@@ -58,6 +58,35 @@ def test_remove_and_compact_keep_indexes_consistent():
     assert view.unique_name("b") == "b" and view.unique_name("a") == "a_1"
 
 
+def test_remove_nodes_takes_a_set_that_reads_itself():
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Identity" input: "c" }\n'))
+    with pytest.raises(GraphValidationError, match="'c': still read by d"):
+        view.remove_nodes(["b", "c"])
+    view.set_input("d", 0, "a")
+    view.remove_nodes(["b", "c"])
+    assert [n.name for n in view.nodes()] == ["a", "d"]
+    assert view.consumers("a") == ["d"] and view.consumers("b") == []
+    kept = view.node("d")
+    graph_def = view.to_graph_def()
+    assert [n.name for n in graph_def.node] == ["a", "d"]
+    kept.attr["T"].type = 1  # the view's NodeDef is still the one stored in the GraphDef
+    assert graph_def.node[1].attr["T"].type == 1 and view.node("d") is kept
+
+
+def test_journal_records_what_the_mutators_did():
+    view = GraphView(_graph(CHAIN))
+    journal = view.open_journal()
+    assert not journal.changed(view)
+    view.add_node(node_def_pb2.NodeDef(name="cast", op="Cast", input=["b"]))
+    view.set_input("c", 0, "cast")
+    view.set_input("c", 1, "b")  # a second change keeps the inputs c had when the journal opened
+    assert list(journal.added) == ["cast"] and journal.rewired == {"c": ["b", "a", "^b"]}
+    assert journal.changed(view)
+    view.close_journal()
+    view.remove_input("c", 2)
+    assert not journal.removed and "c" in journal.rewired and journal.rewired["c"] == ["b", "a", "^b"]
+
+
 def test_duplicate_names_are_rejected():
     with pytest.raises(GraphValidationError, match="duplicate node names: a"):
         validate_graph(_graph(CHAIN + 'node { name: "a" op: "Const" }'))

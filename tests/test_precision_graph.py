@@ -417,3 +417,61 @@ def test_grappler_second_iteration_leaves_the_graph_and_reports(npu_config):
     assert second.graph_def == first.graph_def
     again = [d for d in second.report.nodes.values() if d.name.split("/")[-1] == "mm" and d.list]
     assert again and again[0].dtype_after == "float16" and again[0].reason == "white list"
+
+
+
+def cond_graph():
+    """A functional cond (control flow v2) whose true branch has a MatMul."""
+    was_v2 = tf.compat.v1.control_flow_v2_enabled()
+    tf.compat.v1.enable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+            w = tf.constant(np.full((2, 2), 0.5, np.float32))
+            out = tf.cond(x[0, 0] > 0.0, lambda: tf.nn.relu(tf.matmul(x, w)) + 0.1, lambda: x * 2.0, name="cond")
+            tf.identity(out, name="y")
+    finally:
+        (tf.compat.v1.enable_control_flow_v2 if was_v2 else tf.compat.v1.disable_control_flow_v2)()
+    return graph.as_graph_def()
+
+
+def with_twin_cond(graph_def):
+    """The graph with a second cond after the first whose branches are copies of the first's, renamed."""
+    twin = type(graph_def)()
+    twin.CopyFrom(graph_def)
+    cond = next(node for node in twin.node if node.op in ("If", "StatelessIf"))
+    second = twin.node.add()
+    second.CopyFrom(cond)
+    second.name = "cond_twin"
+    second.input[1] = cond.name  # reads the first cond's result instead of x
+    for key in ("then_branch", "else_branch"):
+        body = next(f for f in twin.library.function if f.signature.name == cond.attr[key].func.name)
+        copy = twin.library.function.add()
+        copy.CopyFrom(body)
+        copy.signature.name = body.signature.name + "_twin"
+        second.attr[key].func.name = copy.signature.name
+    next(node for node in twin.node if node.name == "y").input[0] = "cond_twin"
+    return twin
+
+
+@pytest.mark.parametrize("execution", ["emulate", "native"])
+def test_bodies_alike_are_rewritten_as_each_would_be_alone(execution):
+    options = {"sim_passes": "precision", "precision_mode": "allow_mix_precision", "sim_fp16_execution": execution}
+    base = cond_graph()
+    alone, alone_report = npu_sim_bridge.rewrite(base, options, fetches=["y"])
+    both, both_report = npu_sim_bridge.rewrite(with_twin_cond(base), options, fetches=["y"])
+    rewritten = {f.signature.name: f for f in both.library.function}
+    for body in alone.library.function:
+        name = body.signature.name
+        twin = rewritten[name + "_twin"]
+        renamed = type(twin)()
+        renamed.CopyFrom(twin)
+        renamed.signature.name = name
+        assert rewritten[name] == body and renamed == body  # each got what it gets on its own
+        decisions = {key: d.to_dict() for key, d in alone_report.nodes.items() if key.startswith(name + "/")}
+        assert decisions
+        for key, decision in decisions.items():
+            twin_key = key.replace(name, name + "_twin", 1)
+            assert both_report.nodes[twin_key].to_dict() | {"name": key} == decision
+    assert any("NpuSim" in node.name for body in alone.library.function for node in body.node_def)

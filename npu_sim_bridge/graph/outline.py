@@ -16,7 +16,7 @@ from typing import Iterable, Mapping
 from tensorflow.core.framework import attr_value_pb2, function_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError, UnsupportedGraphError
-from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
+from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, parse_input
 from npu_sim_bridge.graph.ports import Port, input_ports, is_stateful, output_ports
 from npu_sim_bridge.graph.view import GraphView
 
@@ -78,16 +78,17 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     call_inputs: list[str] = []
     control_inputs: list[str] = []
     for name in member_order:
-        node = view.node(name)
-        for position, text in enumerate(node.input):
+        node = None
+        for position, text in enumerate(view.input_texts(name)):
             ref = parse_input(text)
             if ref.node in member_set:
                 continue
-            if ref.is_control:
+            if ref.port == CONTROL_PORT:
                 if text not in control_inputs:
                     control_inputs.append(text)
                 continue
             if ref not in arg_of:
+                node = node or view.node(name)
                 arg_of[ref] = f"input_{len(arg_of)}"
                 arg_types.append(_edge_type(view, ref, node, position, library))
                 call_inputs.append(format_input(ref))
@@ -96,13 +97,14 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     data_edges: list[tuple[str, int, TensorRef]] = []   # (outside consumer, input index, member tensor)
     control_users: list[str] = []
     control_members: set[str] = set()    # members an outside node waits on
-    outside_users = sorted({user for name in member_order for user in view.consumers(name)} - member_set)
+    consumer_index = view.consumer_index()
+    outside_users = sorted({user for name in member_order for user in consumer_index.get(name, ())} - member_set)
     for user in outside_users:
-        for index, text in enumerate(view.node(user).input):
+        for index, text in enumerate(view.input_texts(user)):
             ref = parse_input(text)
             if ref.node not in member_set:
                 continue
-            if ref.is_control:
+            if ref.port == CONTROL_PORT:
                 control_members.add(ref.node)
                 if user not in control_users:
                     control_users.append(user)
@@ -149,12 +151,15 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         body = func.node_def.add()
         body.CopyFrom(view.node(name))
         del body.input[:]
-        for text in view.node(name).input:
+        body_inputs = []
+        for text in view.input_texts(name):
             ref = parse_input(text)
             if ref.node in member_set:
-                body.input.append(text if ref.is_control else outputs_of[ref.node][ref.port].function_output(ref.node))
-            elif not ref.is_control:
-                body.input.append(arg_names[arg_of[ref]])
+                body_inputs.append(text if ref.port == CONTROL_PORT
+                                   else outputs_of[ref.node][ref.port].function_output(ref.node))
+            elif ref.port != CONTROL_PORT:
+                body_inputs.append(arg_names[arg_of[ref]])
+        body.input.extend(body_inputs)
         _drop_outside_colocation(body, member_set)
         for key, value in (member_attrs or {}).items():
             body.attr[key].CopyFrom(value)
@@ -177,11 +182,8 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     if call_name in view:
         raise GraphValidationError(f"cannot add call node {call_name!r}: the name is taken")
 
-    # Detach the members, add the call, point the outside users at it, then drop the members;
+    # Add the call, point the outside users at it, then drop the members in one step;
     # the stubs come last because they take members' names.
-    for name in member_order:
-        for index in reversed(range(len(view.node(name).input))):
-            view.remove_input(name, index)
     library[function_name] = func
     view.graph_def.library.function.add().CopyFrom(func)
     view.add_node(call)
@@ -195,8 +197,7 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
                 view.remove_input(user, index)
         if not any(text == call_name or text.startswith(call_name + ":") for text in node.input):
             view.add_input(user, "^" + call_name)
-    for name in member_order:
-        view.remove_node(name)
+    view.remove_nodes(member_order)
     if keep:
         view.compact()  # the stubs reuse member names: the removed nodes must be gone first
 

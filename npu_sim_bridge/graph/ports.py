@@ -140,6 +140,34 @@ def expand_arg(node, spec: tuple, defaults: Mapping, strict: bool = True) -> lis
     return [Port(name, index, dtype, is_ref, attr) for index in range(count)]
 
 
+def has_port_of_type(node: node_def_pb2.NodeDef, dtype: int,
+                     library: Mapping[str, function_pb2.FunctionDef] | None = None) -> bool:
+    """Whether an output or input of `node` carries `dtype` (or its ref type): what
+    `output_ports(node) + input_ports(node)` would show, raising as they do, without building ports."""
+    spec = registered_spec(node.op)
+    if spec is not None:
+        defaults, inputs, outputs = spec
+    else:
+        signature = _signature_or_error(node, library)
+        defaults, inputs, outputs = {}, arg_specs(signature.input_arg), arg_specs(signature.output_arg)
+    found = False
+    for specs in (outputs, inputs):
+        for arg in specs:  # every arg is read (no early exit), so a missing attr raises as it would there
+            if _arg_carries(node, arg, defaults, dtype):
+                found = True
+    return found
+
+
+def _arg_carries(node, spec: tuple, defaults: Mapping, dtype: int) -> bool:
+    """Whether one OpDef arg of `node` has a port of `dtype`; `expand_arg` (strict) without the ports."""
+    _, fixed, type_attr, number_attr, type_list_attr, _ = spec
+    if type_list_attr:
+        return any(base_dtype(value) == dtype for value in _attr(node, defaults, type_list_attr).list.type)
+    value = fixed if fixed != types_pb2.DT_INVALID else _attr(node, defaults, type_attr).type
+    count = _attr(node, defaults, number_attr).i if number_attr else 1
+    return count > 0 and base_dtype(value) == dtype
+
+
 def _ports(node, library, outputs: bool) -> list[Port]:
     spec = registered_spec(node.op)
     if spec is not None:

@@ -7,6 +7,8 @@ Python strings, so nothing is read back from the protobuf).
 from __future__ import annotations
 
 import heapq
+import itertools
+from collections import Counter
 from typing import Iterable, Union
 
 from tensorflow.core.framework import graph_pb2
@@ -74,17 +76,16 @@ def _order_view(view) -> tuple[list[str], list[str]]:
     """Kahn's algorithm over a GraphView's consumer index: no input string is parsed."""
     records = view.records()
     position = {name: i for i, (name, _, _) in enumerate(records)}
-    pending = [0] * len(records)
     users: list[list[int]] = [[] for _ in records]
     for producer, consumers in view.consumer_index().items():
         where = position.get(producer)
-        if where is None or records[where][1] in BACK_EDGE_OPS:
+        if where is None or not consumers or records[where][1] in BACK_EDGE_OPS:
             continue
-        targets = users[where]
-        for consumer, count in consumers.items():
-            index = position[consumer]
-            pending[index] += count
-            targets.extend([index] * count)
+        targets = users[where] = [position[consumer] for consumer in consumers]
+        if len(targets) != sum(consumers.values()):  # a consumer with several edges from the producer
+            users[where] = [position[consumer] for consumer, count in consumers.items() for _ in range(count)]
+    counts = Counter(itertools.chain.from_iterable(users))  # edges into each node, counted in C
+    pending = [counts.get(index, 0) for index in range(len(records))]
     return _kahn(records, pending, users)
 
 

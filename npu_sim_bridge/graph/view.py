@@ -2,7 +2,9 @@
 
 All mutation goes through the view's methods so the indexes never drift from the GraphDef:
 `add_node`, `remove_node`, `set_input`, `add_input`, `remove_input` and `replace_uses`.
-Removed nodes are dropped from the GraphDef in one sweep by `compact()` (called by `to_graph_def`).
+`remove_nodes` removes a set of nodes at once. Removed nodes are dropped from the GraphDef in one
+sweep by `compact()` (called by `to_graph_def`); the live nodes' NodeDefs stay where they are.
+An open `EditJournal` records what the mutators do (a later pass asks what an earlier one changed).
 """
 
 from __future__ import annotations
@@ -16,6 +18,21 @@ from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
 
 
+class EditJournal:
+    """What the mutators did since the journal was opened: nodes added and removed (in order), and
+    for each other node whose inputs changed, its input strings as they were when the journal opened."""
+
+    def __init__(self):
+        self.added: dict[str, None] = {}
+        self.removed: dict[str, None] = {}
+        self.rewired: dict[str, list[str]] = {}
+
+    def changed(self, view: "GraphView") -> bool:
+        """Whether a node, or an edge of a node that was there when the journal opened, differs now."""
+        return bool(self.added or self.removed) or any(
+            view.input_texts(name) != before for name, before in self.rewired.items() if name in view)
+
+
 class GraphView:
     """Indexed, mutable view of one GraphDef (which it owns and edits in place)."""
 
@@ -26,6 +43,7 @@ class GraphView:
         # or given new inputs since (see graph.validate); only the mutators below update them.
         self.ranks: dict[str, float] | None = None
         self.touched: set[str] = set()
+        self._journal: EditJournal | None = None
         self._reindex()
 
     # ----------------------------------------------------------------- queries
@@ -68,6 +86,10 @@ class GraphView:
     def get(self, name: str) -> node_def_pb2.NodeDef | None:
         return self._nodes.get(name)
 
+    def input_texts(self, name: str) -> list[str]:
+        """A node's input strings as the NodeDef lists them, from the index (read-only; no protobuf read)."""
+        return self._inputs[name]
+
     def inputs(self, name: str) -> list[TensorRef]:
         """Every input of a node, data inputs first, as written in the NodeDef."""
         return [parse_input(text) for text in self._inputs[name]]
@@ -101,12 +123,28 @@ class GraphView:
             suffix += 1
         return f"{base}_{suffix}"
 
+    # ---------------------------------------------------------------- journal
+    def open_journal(self) -> EditJournal:
+        """Start recording what the mutators do (one journal at a time; see `close_journal`)."""
+        self._journal = EditJournal()
+        return self._journal
+
+    def close_journal(self) -> None:
+        self._journal = None
+
+    def _note_rewired(self, name: str) -> None:
+        journal = self._journal
+        if name not in journal.rewired and name not in journal.added:
+            journal.rewired[name] = list(self._inputs[name])
+
     # --------------------------------------------------------------- mutators
     def add_node(self, node: node_def_pb2.NodeDef) -> node_def_pb2.NodeDef:
         """Append a copy of `node`; its name must be new. Returns the stored NodeDef."""
         if node.name in self._nodes:
             raise GraphValidationError(f"cannot add node {node.name!r}: the name is taken")
         self._removed.discard(node.name)
+        if self._journal is not None:
+            self._journal.added[node.name] = None
         stored = self._graph_def.node.add()
         stored.CopyFrom(node)
         self._nodes[stored.name] = stored
@@ -125,6 +163,8 @@ class GraphView:
         if users:
             raise GraphValidationError(
                 f"cannot remove node {name!r}: still read by {', '.join(users[:5])}")
+        if self._journal is not None:
+            self._journal.removed[name] = None
         self._nodes.pop(name)
         del self._order[name]
         for text in self._inputs.pop(name):
@@ -138,6 +178,8 @@ class GraphView:
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
         node = self._nodes[name]
         new = ref if isinstance(ref, str) else format_input(ref)
+        if self._journal is not None:
+            self._note_rewired(name)
         self._unlink(parse_input(node.input[index]).node, name)
         node.input[index] = new
         self._inputs[name][index] = new
@@ -148,6 +190,8 @@ class GraphView:
         """Add an input; control inputs go last, data inputs before the first control input."""
         node = self._nodes[name]
         text = ref if isinstance(ref, str) else format_input(ref)
+        if self._journal is not None:
+            self._note_rewired(name)
         if text.startswith("^"):
             if text in self._inputs[name]:
                 return
@@ -164,6 +208,8 @@ class GraphView:
     def remove_input(self, name: str, index: int) -> None:
         node = self._nodes[name]
         producer = parse_input(node.input[index]).node
+        if self._journal is not None:
+            self._note_rewired(name)
         del node.input[index]
         del self._inputs[name][index]
         self._unlink(producer, name)
@@ -179,15 +225,50 @@ class GraphView:
                 count += 1
         return count
 
+    def remove_nodes(self, names: Iterable[str]) -> None:
+        """Remove several nodes at once; they may read each other, but no other node may read them."""
+        gone = dict.fromkeys(names)
+        for name in gone:
+            outside = [user for user in self._consumers.get(name, ()) if user not in gone]
+            if outside:
+                raise GraphValidationError(
+                    f"cannot remove node {name!r}: still read by {', '.join(sorted(outside)[:5])}")
+        ranks = self.ranks
+        if self._journal is not None:
+            self._journal.removed.update(gone)
+        for name in gone:
+            self._nodes.pop(name)
+            del self._order[name]
+            for text in self._inputs.pop(name):
+                producer = parse_input(text).node
+                if producer not in gone:
+                    self._unlink(producer, name)
+            self._consumers.pop(name, None)
+            self._removed.add(name)
+            self.touched.discard(name)
+            if ranks is not None:
+                ranks.pop(name, None)
+
     def compact(self) -> None:
-        """Drop removed nodes from the GraphDef and rebuild the indexes over the new storage."""
+        """Drop removed nodes from the GraphDef (the live nodes keep their place and their index entries)."""
         if not self._removed:
             return
-        kept = [node for node in self._graph_def.node if node.name not in self._removed]
-        del self._graph_def.node[:]
-        self._graph_def.node.extend(kept)
+        removed, seen = self._removed, set()
+        runs: list[list[int]] = []  # [start, end) of removed nodes, last run first
+        for index, node in enumerate(self._graph_def.node):
+            name = node.name
+            if name in removed:
+                if runs and runs[-1][1] == index:
+                    runs[-1][1] = index + 1
+                else:
+                    runs.append([index, index + 1])
+            elif name in seen:  # a removed name taken again by add_node while the old node was still stored
+                raise GraphValidationError(f"the graph has duplicate node names: {name}")
+            else:
+                seen.add(name)
+        for start, end in reversed(runs):
+            del self._graph_def.node[start:end]
         self._removed.clear()
-        self._reindex()
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
         self.compact()

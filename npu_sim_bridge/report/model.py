@@ -47,35 +47,81 @@ def _dtype_name(enum_value: int) -> str:
         return types_pb2.DataType.Name(enum_value)
 
 
-@dataclasses.dataclass
 class NodeDecision:
-    """What the pipeline decided for one node of the input graph, and why."""
+    """What the pipeline decided for one node of the input graph, and why.
 
-    name: str
-    op: str
-    list: str | None = None          # white | black | gray | None (not a float compute op)
-    dtype_before: str | None = None
-    dtype_after: str | None = None
-    placement: str | None = None     # device | host
-    geop: str | None = None          # the GeOp call node that runs it
-    reason: str = ""                 # the text of `reasons`, for people
-    reasons: "list[Reason]" = dataclasses.field(default_factory=lambda: [])  # Reason values, in the order passes gave them
+    Passes add reasons as values; `reason`, the text people read, is rendered from them only when
+    it is read (a report nobody reads or writes formats no sentence).
+    """
+
+    __slots__ = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "_reasons",
+                 "_text", "_rendered")
+    _FIELDS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason", "reasons")
+
+    def __init__(self, name: str, op: str, list: str | None = None, dtype_before: str | None = None,  # noqa: A002
+                 dtype_after: str | None = None, placement: str | None = None, geop: str | None = None,
+                 reason: str = "", reasons: "list[Reason] | None" = None):
+        self.name = name
+        self.op = op
+        self.list = list                  # white | black | gray | None (not a float compute op)
+        self.dtype_before = dtype_before
+        self.dtype_after = dtype_after
+        self.placement = placement        # device | host
+        self.geop = geop                  # the GeOp call node that runs it
+        self._reasons: list[Reason | str] = list(reasons) if reasons is not None else []  # as passes gave them
+        self._text = reason               # the text of _reasons[:_rendered] (or text set directly)
+        self._rendered = len(self._reasons) if reason else 0
 
     def add_reason(self, reason: "Reason | str") -> None:
-        """Record why (a Reason, or text from passes that give text); the text is rendered here."""
-        value = as_reason(reason)
-        self.reasons.append(value)
-        text = value.text()
-        self.reason = f"{self.reason}; {text}" if self.reason else text
+        """Record why: a Reason, or text from passes that give text (kept as given until read)."""
+        self._reasons.append(reason)
+
+    @property
+    def reason(self) -> str:
+        """The text of the reasons, for people ("; " between them)."""
+        reasons = self._reasons
+        if self._rendered < len(reasons):
+            text = self._text
+            for index in range(self._rendered, len(reasons)):
+                value = reasons[index]
+                if not isinstance(value, Reason):
+                    value = reasons[index] = as_reason(value)
+                part = value.text()
+                text = f"{text}; {part}" if text else part
+            self._text, self._rendered = text, len(reasons)
+        return self._text
+
+    @reason.setter
+    def reason(self, text: str) -> None:
+        self._text, self._rendered = text, len(self._reasons)
+
+    @property
+    def reasons(self) -> "list[Reason]":
+        """The Reason values, in the order passes gave them (text a pass gave is a "text" Reason)."""
+        reasons = self._reasons
+        for index, value in enumerate(reasons):
+            if not isinstance(value, Reason):
+                reasons[index] = as_reason(value)
+        return reasons
 
     def host_reason(self) -> "Reason | None":
         """The first placement reason, if the node was kept on the host."""
         return next((r for r in self.reasons if r.is_host), None)
 
     def to_dict(self) -> dict[str, Any]:
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "reasons"}
+        fields = {key: getattr(self, key) for key in self._FIELDS if key != "reasons"}
         fields["reasons"] = [r.to_dict() for r in self.reasons]
         return fields
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, NodeDecision):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return "NodeDecision(" + ", ".join(f"{key}={getattr(self, key)!r}" for key in self._FIELDS) + ")"
 
 
 @dataclasses.dataclass

@@ -67,7 +67,8 @@ class FusionPass(GraphPass):
         fired, off, refused = Counter(), Counter(), Counter()
         for rule in rules:
             state = states[rule.name]
-            for name in [node.name for node in view.nodes()]:
+            roots = rule.root_ops
+            for name in [node.name for node in view.nodes() if roots is None or node.op in roots]:
                 node = view.get(name)
                 match = rule.match(view, node) if node is not None else None
                 if match is None:

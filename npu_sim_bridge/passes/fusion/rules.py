@@ -58,6 +58,8 @@ class FusionRule:
     fused_op = ""
     description = ""
     can_disable = True
+    # The op types the last node of a match has (None: any); a rewrite never makes a node of one.
+    root_ops: frozenset | None = None
 
     def match(self, view, node) -> Match | None:
         raise NotImplementedError
@@ -213,6 +215,7 @@ class MatMulBiasAddFusionPass(FusionRule):
     fused_op = "_FusedMatMul"
     description = ("MatMul and the BiasAdd after it become one MatMul with a bias input; the bias is added "
                    "before the result is rounded to float16")
+    root_ops = frozenset({"BiasAdd"})
 
     def match(self, view, node):
         if not _is_bias_add(node):
@@ -248,6 +251,7 @@ class AABiasaddConvFusion(FusionRule):
     description = ("a Conv2D without bias and the BiasAdd after it become one convolution with a bias input; "
                    "the NPU's graph engine always applies it (it cannot be switched off)")
     can_disable = False
+    root_ops = frozenset({"BiasAdd"})
 
     def match(self, view, node):
         if not _is_bias_add(node):
@@ -287,6 +291,7 @@ class _BiasAddReluFusion(FusionRule):
     kind = UB_FUSION
     base_op = ""
     activation = "Relu"
+    root_ops = frozenset({activation})
 
     def match(self, view, node):
         if node.op != self.activation:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections import defaultdict
 from typing import Callable, NamedTuple
 
 from tensorflow.core.framework import types_pb2
@@ -31,7 +30,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, makes_passable_variant
+from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, SWITCH_OPS, makes_passable_variant
 from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
@@ -45,6 +44,21 @@ READ_REF = "ref read"
 
 
 @dataclasses.dataclass
+class Layout:
+    """The units and layers of a proposal's last round, for carrying it over added nodes (carry.py)."""
+
+    unit_of: dict[str, int]
+    frame: list[str]            # per unit: its outermost v1 while frame, "" for a node of the root frame
+    device: list[bool]          # per unit
+    layer: list[int]            # per unit: the layer of a device unit
+    reach_device: list[float]   # per unit: the highest layer a device producer of it may take
+    segment_of: dict[int, int]  # device unit -> index in the proposal's segments
+    split_frames: bool          # a frame tangled in a cycle was taken apart
+    regions: list[list[str]]    # the v1 cond regions of the first round (regions.py)
+    guards: Callable            # (producer, port) -> the v1 cond branches the tensor lives in
+
+
+@dataclasses.dataclass
 class Proposal:
     """Host reasons of the nodes that stay on the host, and the device segments (node names, in order)."""
 
@@ -53,6 +67,7 @@ class Proposal:
     dropped: list[tuple[list[str], str]] = dataclasses.field(default_factory=list)  # (nodes, why)
     bridges: list[bridges.Bridge] = dataclasses.field(default_factory=list)  # cond tensors crossing live
     rounds: int = 0
+    layout: Layout | None = None
 
     def placement(self, names) -> dict[str, str]:
         return {name: HOST if name in self.host else DEVICE for name in names}
@@ -64,16 +79,6 @@ class _Edge(NamedTuple):
     consumer: str
     source: int         # unit of the producer
     target: int         # unit of the consumer
-
-
-def _split(text: str) -> tuple[str, int]:
-    """(node, port) of a GraphDef input string, port -1 for "^node" (parse_input without the tuple type)."""
-    if text.startswith("^"):
-        return text[1:], -1
-    name, sep, port = text.rpartition(":")
-    if sep and port.isdigit():
-        return name, int(port)
-    return text, 0
 
 
 class _Units:
@@ -94,22 +99,39 @@ class _Units:
                 self.frame.append(top if key[0] == "frame" else "")
             self.nodes[unit].append(name)
             self.of[name] = unit
-        self.edges: list[_Edge] = []
+        records = view.records()
+        inputs_of = {name: inputs for name, _, inputs in records}
+        back_edge_sources = {name for name, op, _ in records if op in BACK_EDGE_OPS}
+        unit_of = self.of
+        # Unit successors and predecessors, from the consumer index (the sets are built in C).
         succ: list[set[int]] = [set() for _ in self.nodes]
         pred: list[set[int]] = [set() for _ in self.nodes]
-        records = {name: (op, inputs) for name, op, inputs in view.records()}
-        back_edge_sources = {name for name in order if records[name][0] in BACK_EDGE_OPS}
-        unit_of = self.of
+        for producer, users in view.consumer_index().items():
+            source = unit_of.get(producer)
+            if source is None or not users or producer in back_edge_sources:
+                continue
+            targets = {unit_of[user] for user in users}
+            targets.discard(source)
+            succ[source] |= targets
+            for target in targets:
+                pred[target].add(source)
+        # The edges between units that a segment boundary may not cut: data edges, and control
+        # edges too when the graph has v1 conds (a control edge is tied only through a cond guard).
+        # Plain (producer, port, consumer, source unit, target unit) tuples (the fields of _Edge),
+        # in node order then input order: the order of the violations.
+        self.edges: list[tuple[str, int, str, int, int]] = []
+        edges = self.edges
+        with_control = any(op in SWITCH_OPS for _, op, _ in records)
         for name in order:
             target = unit_of[name]
-            for text in records[name][1]:
-                producer, port = _split(text)
+            for text in inputs_of[name]:
+                if text[0] == "^" and not with_control:
+                    continue
+                producer, port = parse_input(text)
                 source = unit_of.get(producer)
                 if source is None or source == target or producer in back_edge_sources:
                     continue
-                self.edges.append(_Edge(producer, port, name, source, target))
-                succ[source].add(target)
-                pred[target].add(source)
+                edges.append((producer, port, name, source, target))
         self.succ = [sorted(s) for s in succ]
         self.pred = [sorted(p) for p in pred]
         self.order, self.stuck = self._topological()
@@ -243,7 +265,8 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
             units = _Units(view, order, frames, split)
             guards = regions.branch_guards(view, units)
             if rounds == 1:  # the host ops the candidate test found keep their cond regions on host
-                regions.keep_regions_whole(view, regions.cond_regions(view, units, guards), host)
+                cond_regions = regions.cond_regions(view, units, guards)
+                regions.keep_regions_whole(view, cond_regions, host)
         if units.stuck:
             # A frame tangled with outside nodes into a cycle of units: keep its nodes apart, on host.
             for unit in units.stuck:
@@ -254,7 +277,7 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
             units = None
             continue
         device_unit = _unit_placement(units, host)
-        segment_of, segments = _segments(units, device_unit)
+        segment_of, segments, layer, reach_device = _segments(units, device_unit)
         violations, crossings = _tied_violations(view, units, kinds, guards, segment_of)
         if violations:
             for edge, kind in violations:
@@ -271,7 +294,9 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
         dropped.extend(dropped_now)
 
     position = {name: i for i, name in enumerate(order)}
-    proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped)
+    layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
+                    cond_regions, guards)
+    proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped, layout=layout)
     proposal.segments = [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
                          for members in segments]
     return proposal
@@ -314,81 +339,108 @@ def _unit_placement(units: _Units, host: dict[str, Reason]) -> list[bool]:
     return device
 
 
-def _segments(units: _Units, device: list[bool]) -> tuple[dict[int, int], list[list[int]]]:
-    """Layer the device units and group each layer's connected device units into segments."""
-    layer_asap = [0] * len(units.nodes)
-    has_device_ancestor = [False] * len(units.nodes)
+def _segments(units: _Units, device: list[bool]):
+    """Layer the device units and group each layer's connected device units into segments.
+
+    Returns (device unit -> segment index, the segments' units, layer per unit, reach_device per unit).
+    """
+    count = len(units.nodes)
+    pred, succ = units.pred, units.succ
+    # ASAP: a unit's layer is the highest layer among its sources, plus one after a host source
+    # that has a device ancestor when the unit is a device unit. `stepped` holds that plus one.
+    layer_asap = [0] * count
+    stepped = [0] * count
+    has_device_ancestor = [False] * count
     for unit in units.order:
-        level, reached = 0, device[unit]
-        for source in units.pred[unit]:
-            step = 1 if (device[unit] and not device[source] and has_device_ancestor[source]) else 0
-            level = max(level, layer_asap[source] + step)
-            reached = reached or has_device_ancestor[source]
-        layer_asap[unit] = level
-        has_device_ancestor[unit] = reached
-    layer = [0] * len(units.nodes)
-    bound = [_INF] * len(units.nodes)      # for host units: the lowest layer of a device descendant
-    for unit in reversed(units.order):
-        limit = _INF
-        for target in units.succ[unit]:
-            if device[target]:
-                limit = min(limit, layer[target])
+        sources = pred[unit]
+        if sources:
+            if device[unit]:
+                layer_asap[unit] = max(map(stepped.__getitem__, sources))
+                has_device_ancestor[unit] = True
             else:
-                limit = min(limit, bound[target] - (1 if device[unit] else 0))
-        if device[unit]:
-            layer[unit] = layer_asap[unit] if limit == _INF else int(limit)
+                layer_asap[unit] = max(map(layer_asap.__getitem__, sources))
+                has_device_ancestor[unit] = any(map(has_device_ancestor.__getitem__, sources))
         else:
-            bound[unit] = limit
-    parent = list(range(len(units.nodes)))
-
-    def find(unit: int) -> int:
-        while parent[unit] != unit:
-            parent[unit] = parent[parent[unit]]
-            unit = parent[unit]
-        return unit
-
+            has_device_ancestor[unit] = device[unit]
+        stepped[unit] = layer_asap[unit] + (0 if device[unit] or not has_device_ancestor[unit] else 1)
+    # ALAP: push units as late as their consumers allow. For a host unit, `bound` is the lowest
+    # layer of a device descendant; `reach` and `reach_device` are what a producer reads of a unit
+    # (a device producer must sit strictly below the bound of a host consumer).
+    layer = [0] * count
+    reach = [_INF] * count
+    reach_device = [_INF] * count
+    for unit in reversed(units.order):
+        targets = succ[unit]
+        if device[unit]:
+            limit = min(map(reach_device.__getitem__, targets)) if targets else _INF
+            layer[unit] = reach[unit] = reach_device[unit] = layer_asap[unit] if limit == _INF else int(limit)
+        else:
+            limit = min(map(reach.__getitem__, targets)) if targets else _INF
+            reach[unit], reach_device[unit] = limit, limit - 1
+    parent = list(range(count))
+    # A device unit's layer, None for a host unit: device-device edges within a layer join segments.
+    level_of = [level if on_device else None for level, on_device in zip(layer, device)]
     for unit in units.order:
-        if not device[unit]:
+        level = level_of[unit]
+        if level is None:
             continue
-        for target in units.succ[unit]:
-            if device[target] and layer[target] == layer[unit]:
-                a, b = find(unit), find(target)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = defaultdict(list)
+        joined = [target for target in succ[unit] if level_of[target] == level]
+        if not joined:
+            continue
+        a = unit
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        for b in joined:
+            while parent[b] != b:
+                parent[b] = parent[parent[b]]
+                b = parent[b]
+            if a != b:
+                if a < b:
+                    parent[b] = a
+                else:
+                    parent[a] = b
+                    a = b
+    groups: dict[int, list[int]] = {}
     for unit in units.order:
         if device[unit]:
-            groups[find(unit)].append(unit)
-    rank = {unit: i for i, unit in enumerate(units.order)}
-    segments = sorted(groups.values(), key=lambda members: rank[members[0]])
+            root = unit
+            while parent[root] != root:
+                root = parent[root]
+            members = groups.get(root)
+            if members is None:
+                groups[root] = [unit]
+            else:
+                members.append(unit)
+    # Groups were created in the order of their first member: already sorted by its rank.
+    segments = list(groups.values())
     segment_of = {unit: index for index, members in enumerate(segments) for unit in members}
-    return segment_of, segments
+    return segment_of, segments, layer, reach_device
 
 
 def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, segment_of: dict[int, int]):
     """Edges that may not cross the boundary they cross, and the cond edges a bridge lets cross."""
     violations, crossings = [], []
-    for edge in units.edges:
-        source_segment = segment_of.get(edge.source)
-        target_segment = segment_of.get(edge.target)
-        if source_segment is None and target_segment is None:
-            continue
-        if source_segment == target_segment:
-            continue
+    segment = [-1] * len(units.nodes)  # -1: host
+    for unit, index in segment_of.items():
+        segment[unit] = index
+    crossing = [edge for edge in units.edges if segment[edge[3]] != segment[edge[4]]]
+    for edge in crossing:
+        producer, port, consumer, source, _ = edge
         kind = None
-        if edge.port >= 0:
-            kind = kinds.tensor_kind(edge.producer, edge.port, edge.consumer)
+        if port >= 0:
+            kind = kinds.tensor_kind(producer, port, consumer)
             if kind == READ_REF:
-                kind = None if source_segment is None else "ref (TF1 variable)"
+                kind = None if segment[source] < 0 else "ref (TF1 variable)"
         if kind is None:
-            guard = guards(edge.producer, edge.port)
+            guard = guards(producer, port)
             if guard:
-                bridge = bridges.bridge_for(view, edge.producer, edge.port, edge.consumer, guard, guards,
-                                            kinds.dtype(edge.producer, edge.port, edge.consumer))
+                bridge = bridges.bridge_for(view, producer, port, consumer, guard, guards,
+                                            kinds.dtype(producer, port, consumer))
                 if bridge is not None:
                     crossings.append(bridge)
                     continue
                 kind = "v1 cond branch (may be dead)"
         if kind is not None:
-            violations.append((edge, kind))
+            violations.append((_Edge(*edge), kind))
     return violations, crossings

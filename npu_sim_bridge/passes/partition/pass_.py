@@ -3,9 +3,10 @@
 placement runs first: it applies the candidate test, keeps v1 while frames and cond regions with a
 host op whole on the host, proposes the segments and publishes a `Placement` (host or device per
 node) for the passes after it.
-partition runs after them (precision adds Casts in between): nodes without a decision get the
-candidate test, the segments are proposed again on the current graph and each one becomes a
-FunctionDef called by a node `GeOp<graph>_<seq>`. A graph that already holds GeOps (the second
+partition runs after them (precision adds Casts in between): placement's proposal is carried over
+the added nodes where that gives what a fresh proposal gives (carry.py); otherwise nodes without a
+decision get the candidate test and the segments are proposed again on the current graph. Each
+segment becomes a FunctionDef called by a node `GeOp<graph>_<seq>`. A graph that already holds GeOps (the second
 Grappler iteration) and function bodies are left alone.
 """
 
@@ -22,9 +23,10 @@ from tensorflow.core.protobuf import config_pb2
 from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
+from npu_sim_bridge.graph.view import EditJournal
 from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.partition import bridges, cluster, ref_variables, support
+from npu_sim_bridge.passes.partition import bridges, carry, cluster, ref_variables, support
 from npu_sim_bridge.passes.results import Placement
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
@@ -53,9 +55,10 @@ CALL_CONFIG_PROTO = _CALL_CONFIG.SerializeToString()
 
 @dataclasses.dataclass
 class Proposed:
-    """What placement proposed, for partition to reuse while the graph is unchanged (`fingerprint`)."""
+    """What placement proposed, for partition to reuse while the graph is unchanged, or to carry over
+    the nodes the passes in between add (`journal` records what they do)."""
 
-    fingerprint: int
+    journal: EditJournal
     proposal: cluster.Proposal
     inherent: set[str]        # host nodes the adapter never sinks (no "enable mix_compile_mode" advice)
 
@@ -106,15 +109,6 @@ def _protected_output_problem(name: str, kinds: cluster.EdgeKinds) -> str | None
     return None
 
 
-def _fingerprint(view) -> int:
-    """Differs whenever a node, an op or an edge does (the passes in between may add Casts).
-
-    A hash of per-node hashes: holding the (name, op, inputs) tuples themselves from placement to
-    partition cost 12 MB on ResNet-50, more than the GraphDef.
-    """
-    return hash(tuple(hash((node.name, node.op, tuple(node.input))) for node in view.nodes()))
-
-
 def _propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Proposal:
     order = topological_order(ctx.view)
     frames = Frames(ctx.view, order)
@@ -127,6 +121,36 @@ def _propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Pr
 
     return cluster.propose(ctx.view, order, frames, host, kinds=cluster.EdgeKinds(ctx.view, functions),
                            is_compute=is_compute, sink_all=bool(ctx.options.get("mix_compile_mode")))
+
+
+def fresh_proposal(ctx: PassContext, names, functions, inherent: set[str]) -> cluster.Proposal:
+    """Propose the segments of the current graph again: placement's host nodes keep their reasons,
+    nodes it has not seen get the candidate test (`inherent` gains those the adapter never sinks)."""
+    placement = ctx.result(Placement)
+    earlier = ctx.result(Proposed)
+    test = _candidate_test(ctx, functions)
+    if placement is None:
+        host = _host_reasons(ctx, names, test, inherent)
+    else:
+        known_reasons = earlier.proposal.host if earlier else {}
+        fresh = [name for name in names if placement.get(name) is None]
+        host = _host_reasons(ctx, fresh, test, inherent)
+        for name in names:
+            if placement.get(name) == cluster.HOST:
+                host[name] = known_reasons.get(name, reasons.host("by_placement"))
+    return _propose(ctx, host, functions)
+
+
+def carried_proposal(ctx: PassContext, functions) -> cluster.Proposal | None:
+    """Placement's proposal carried over the nodes added since (carry.py), or None when it cannot be."""
+    earlier = ctx.result(Proposed)
+    if earlier is None or ctx.result(Placement) is None:
+        return None
+    test = _candidate_test(ctx, functions)
+    protected = ctx.item.protected_nodes
+    return carry.carry(ctx.view, earlier.proposal, earlier.journal,
+                       lambda node: node.name not in protected and test(node) is None,
+                       cluster.EdgeKinds(ctx.view, functions))
 
 
 class PlacementPass(GraphPass):
@@ -149,7 +173,7 @@ class PlacementPass(GraphPass):
         proposal = _propose(ctx, host, functions)
         placement = proposal.placement(names)
         ctx.publish(Placement(placement))
-        ctx.publish(Proposed(_fingerprint(view), proposal, inherent))
+        ctx.publish(Proposed(view.open_journal(), proposal, inherent))
         for name in names:
             decision = _decision(ctx, name)
             decision.placement = placement[name]
@@ -208,22 +232,14 @@ class PartitionPass(GraphPass):
         view = ctx.view
         names = [node.name for node in view.nodes()]
         functions = function_library(view)
-        placement = ctx.result(Placement)
         earlier = ctx.result(Proposed)
         inherent: set[str] = set(earlier.inherent) if earlier else set()
         proposal = earlier.proposal if earlier else None
-        if earlier is None or earlier.fingerprint != _fingerprint(view):
-            test = _candidate_test(ctx, functions)
-            if placement is None:
-                host = _host_reasons(ctx, names, test, inherent)
-            else:
-                known_reasons = earlier.proposal.host if earlier else {}
-                fresh = [name for name in names if placement.get(name) is None]
-                host = _host_reasons(ctx, fresh, test, inherent)
-                for name in names:
-                    if placement.get(name) == cluster.HOST:
-                        host[name] = known_reasons.get(name, reasons.host("by_placement"))
-            proposal = _propose(ctx, host, functions)
+        view.close_journal()  # what this pass changes is not for anyone to carry
+        if earlier is not None and earlier.journal.changed(view):
+            proposal = carried_proposal(ctx, functions)  # the passes in between changed the graph
+        if proposal is None:
+            proposal = fresh_proposal(ctx, names, functions, inherent)
 
         for name, reason in proposal.host.items():
             decision = _decision(ctx, name)

@@ -31,8 +31,7 @@ def mirror_ref_variables(view: GraphView, segments: list[list[str]]) -> int:
         inside = set(members)
         copies: dict[str, str] = {}
         for name in list(members):
-            node = view.node(name)
-            for index, text in enumerate(list(node.input)):
+            for index, text in enumerate(list(view.input_texts(name))):
                 if text.startswith("^"):
                     continue
                 ref = parse_input(text)

@@ -19,6 +19,11 @@ from npu_sim_bridge.report.reasons import Reason
 _EMPTY = frozenset()
 
 
+def no_guards(producer: str, port: int) -> frozenset:
+    """The guards of a graph without v1 conds: every tensor lives in every case."""
+    return _EMPTY
+
+
 def branch_guards(view: GraphView, units):
     """Per unit, the v1 cond branches (Switch, port) its outputs depend on; port-wise for Switch.
 
@@ -26,7 +31,7 @@ def branch_guards(view: GraphView, units):
     its data inputs share; a Switch adds itself; a frame unit's outputs carry what enters it.
     """
     if not any(view.node(name).op in SWITCH_OPS for names in units.nodes for name in names):
-        return lambda producer, port: _EMPTY
+        return no_guards
     unit_guard: dict[int, frozenset] = {}
     switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
 

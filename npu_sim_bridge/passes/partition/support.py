@@ -12,7 +12,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
     CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
-from npu_sim_bridge.graph.ports import input_ports, output_ports
+from npu_sim_bridge.graph.ports import has_port_of_type
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
 from npu_sim_bridge.report.reasons import Reason, host
@@ -37,6 +37,7 @@ class SupportContext:
     functions: FuncLibrary
     fed: frozenset = frozenset()
     _function_verdicts: dict = dataclasses.field(default_factory=dict)
+    _body_test: "CandidateTest | None" = None  # the test of function body nodes (NODE_PREDICATES)
 
 
 # ------------------------------------------------------------------------------------ predicates
@@ -100,7 +101,7 @@ def variable(node, ctx):
 def string_op(node, ctx):
     if node.op in STRING_CARRIERS:
         return None
-    if any(port.dtype == types_pb2.DT_STRING for port in _all_ports(node, ctx.functions)):
+    if has_port_of_type(node, types_pb2.DT_STRING, ctx.functions):
         return host("string_op", op=node.op)
     return None
 
@@ -136,6 +137,9 @@ def device_op_list(node, ctx):
     return host("not_device_op", op=node.op, note=note)
 
 
+# Predicates that read nothing but the node's op type: the test asks them once per op type.
+OP_TYPE_PREDICATES = frozenset({graph_input, py_func, checkpoint_io, summary, data_input, queue, variable})
+
 NODE_PREDICATES: tuple[Predicate, ...] = (
     scoped_to_host, py_func, checkpoint_io, summary, data_input, queue, variable, string_op,
     function_bodies, device_op_list,
@@ -144,22 +148,53 @@ GRAPH_PREDICATES: tuple[Predicate, ...] = (graph_input, fed_by_session) + NODE_P
 
 
 class CandidateTest:
-    """Runs predicates in order; the first one that objects gives the host reason (None: device)."""
+    """Runs predicates in order; the first one that objects gives the host reason (None: device).
+
+    A run of consecutive OP_TYPE_PREDICATES is asked once per op type, and its answer kept.
+    """
 
     def __init__(self, ctx: SupportContext, predicates: Iterable[Predicate] = GRAPH_PREDICATES):
         self.ctx = ctx
         self.predicates = tuple(predicates)
+        # Steps: a predicate, or a tuple of consecutive op-type predicates asked together.
+        steps: list = []
+        for predicate in self.predicates:
+            if predicate in OP_TYPE_PREDICATES:
+                if steps and isinstance(steps[-1], tuple):
+                    steps[-1] += (predicate,)
+                else:
+                    steps.append((predicate,))
+            else:
+                steps.append(predicate)
+        self._steps = tuple(steps)
+        self._by_op: dict[tuple, tuple] = {}  # (step, op) -> (reason, predicate)
 
     def __call__(self, node: node_def_pb2.NodeDef) -> Reason | None:
         return self.explain(node)[0]
 
     def explain(self, node: node_def_pb2.NodeDef) -> tuple[Reason | None, Predicate | None]:
         """(host reason, the predicate that gave it), or (None, None) for a device candidate."""
-        for predicate in self.predicates:
+        ctx = self.ctx
+        for step in self._steps:
+            if step.__class__ is tuple:
+                key = (step, node.op)
+                found = self._by_op.get(key)
+                if found is None:
+                    found = self._by_op[key] = self._first_objection(step, node)
+                if found[0]:
+                    return found
+                continue
             try:
-                reason = predicate(node, self.ctx)
+                reason = step(node, ctx)
             except UnsupportedGraphError as err:
-                return host("unsupported_graph", error=str(err)), predicate
+                return host("unsupported_graph", error=str(err)), step
+            if reason:
+                return reason, step
+        return None, None
+
+    def _first_objection(self, predicates, node) -> tuple[Reason | None, Predicate | None]:
+        for predicate in predicates:
+            reason = predicate(node, self.ctx)
             if reason:
                 return reason, predicate
         return None, None
@@ -182,10 +217,6 @@ def grappler_fused_parts(node) -> list[str]:
 # The names remapper writes in `fused_ops` that are not op types.
 _FUSED_OP_TYPES = {"LeakyRelu": "LeakyRelu", "GeluApproximate": "Gelu", "GeluExact": "Gelu",
                    "FusedBatchNorm": "FusedBatchNormV3"}
-
-
-def _all_ports(node, functions):
-    return output_ports(node, functions) + input_ports(node, functions)
 
 
 def _called_functions(node, functions) -> list[str]:
@@ -212,8 +243,10 @@ def _function_verdict(function_name: str, ctx: SupportContext) -> Reason | None:
         return verdicts[function_name]
     verdicts[function_name] = None  # a recursive call does not decide anything by itself
     reason = None
+    if ctx._body_test is None:
+        ctx._body_test = CandidateTest(ctx, NODE_PREDICATES)
     for body_node in func.node_def:
-        objection = CandidateTest(ctx, NODE_PREDICATES)(body_node)
+        objection = ctx._body_test(body_node)
         if objection:
             reason = host("function_body", function=function_name, node=body_node.name, cause=objection)
             break

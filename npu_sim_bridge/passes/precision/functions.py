@@ -81,6 +81,14 @@ def xla_compiled_functions(view, functions) -> set[str]:
     return compiled
 
 
+def body_key(fdef, *context) -> bytes:
+    """What a function's decisions and rewrite depend on: everything but its name (and `context`)."""
+    copy = type(fdef)()
+    copy.CopyFrom(fdef)
+    copy.signature.name = ""
+    return repr(context).encode() + b"\0" + copy.SerializeToString(deterministic=True)
+
+
 def is_parametrized(fdef) -> bool:
     args = list(fdef.signature.input_arg) + list(fdef.signature.output_arg)
     return any(a.type_attr or a.type_list_attr or a.number_attr for a in args)

@@ -100,43 +100,59 @@ class PrecisionPass(GraphPass):
         count = 0
         # XLA has no kernel for the rounding op: bodies it compiles round with Cast pairs (the same values).
         compiled = fn.xla_compiled_functions(view, functions) if round_kernel else set()
+        # Bodies alike but for their name (the branches of every batch norm's cond) get the same
+        # decisions and the same rewrite: each is worked out once.
+        done: dict[bytes, tuple] = {}
+        stored_at = None  # function name -> its index in the library
         for fname in fn.reachable_functions(view, functions):
             fdef = functions[fname]
             if fn.is_parametrized(fdef):
                 report.warn(f"function {fname} has a signature parametrized by type attrs; its body is "
                             "left as it is (keeps its dtypes)")
                 continue
-            body = fn.FunctionBody(fdef, functions)
-            body_view = GraphView(body.graph_def)
-            plans = Decider(body_view, library, lists, mode, functions=functions).run()
+            key = fn.body_key(fdef, fname in compiled)
+            if key not in done:
+                done[key] = self._function(fdef, library, lists, mode, setting, functions, rewrite,
+                                           round_kernel and fname not in compiled)
+            plans, rewriter, new_fdef = done[key]
             _fill_report(report, plans, prefix=f"{fname}/")
             count += 1
-            if not rewrite:
-                totals.add(plans, None)
-                continue
-            rewriter = casts.Rewriter(body_view, plans, mode.low, mode.emulate, setting, functions,
-                                      round_kernel and fname not in compiled)
-            rewriter.apply()
-            results = dict(body.results)
-            dtypes = body.result_dtypes()
-            for key, ref in body.results.items():
-                if dtypes.get(key) in ports.FLOAT_TYPES:
-                    new = rewriter.convert(ref, None, want_dtype=dtypes[key])
-                    if new is not None:
-                        results[key] = new
-            rewriter.check_types()
-            _report_inserted(report, rewriter, prefix=f"{fname}/")
+            if rewriter is not None:
+                _report_inserted(report, rewriter, prefix=f"{fname}/")
             totals.add(plans, rewriter)
-            if not (rewriter.casts_inserted or rewriter.retyped):
+            if new_fdef is None:
                 continue
-            body_view.compact()
-            new_fdef = body.to_function(body_view, results)
-            for index, existing in enumerate(view.graph_def.library.function):
-                if existing.signature.name == fname:
-                    view.graph_def.library.function[index].CopyFrom(new_fdef)
-                    functions[fname] = view.graph_def.library.function[index]
-                    break
+            if stored_at is None:
+                stored_at = {f.signature.name: index for index, f in enumerate(view.graph_def.library.function)}
+            stored = view.graph_def.library.function[stored_at[fname]]
+            stored.CopyFrom(new_fdef)
+            stored.signature.name = fname
+            functions[fname] = stored
         return count
+
+
+    @staticmethod
+    def _function(fdef, library, lists, mode, setting, functions, rewrite, round_kernel):
+        """(plans, rewriter or None, the rewritten FunctionDef or None when unchanged) of one body."""
+        body = fn.FunctionBody(fdef, functions)
+        body_view = GraphView(body.graph_def)
+        plans = Decider(body_view, library, lists, mode, functions=functions).run()
+        if not rewrite:
+            return plans, None, None
+        rewriter = casts.Rewriter(body_view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
+        rewriter.apply()
+        results = dict(body.results)
+        dtypes = body.result_dtypes()
+        for key, ref in body.results.items():
+            if dtypes.get(key) in ports.FLOAT_TYPES:
+                new = rewriter.convert(ref, None, want_dtype=dtypes[key])
+                if new is not None:
+                    results[key] = new
+        rewriter.check_types()
+        if not (rewriter.casts_inserted or rewriter.retyped):
+            return plans, rewriter, None
+        body_view.compact()
+        return plans, rewriter, body.to_function(body_view, results)
 
 
 class NpuPortDtypes(Mapping):

@@ -1,0 +1,185 @@
+"""Carrying placement's proposal over the conversions the precision pass inserts in between.
+
+Partition needs the segments of the graph as it is after precision, which has put Casts (and
+rounding nodes) on edges: a chain of new nodes, each reading one tensor, now sits between a
+producer P and some of its consumers. Proposing again from scratch gives the placement's proposal
+with each new node in the segment of its producer whenever:
+
+- no node was removed, and every node whose inputs changed only had a data input `P:port`
+  replaced by the end of a new chain that reads `P:port` (the journal of the view says which);
+- each new node is a device candidate, reads one data input and has a consumer (so the host nodes
+  and their reasons stay what they were);
+- with P on the device, the new node joins P's unit (P in a while frame), or, as a unit of its own,
+  takes P's layer: the lowest layer its consumers allow (the layout of the placement's last round)
+  equals P's. The layers of the other units do not move then, since the new node hands on what P
+  handed on;
+- with P on the host (in the root frame), every consumer of the new node is in one segment, which
+  the node joins at that segment's layer; the edge from P into it may cross as P's edges did;
+- no tied edge and no v1 cond branch tensor leaves a new node for another segment, no v1 cond
+  region is partly on the host, the placement needed no bridge and took no while frame apart
+  (a new node lives in the cond branches of what it reads and joins its region).
+
+Otherwise `carry` returns None and the partition proposes again. Segment members are listed in the
+topological order of the current graph, as a fresh proposal lists them; when there are several
+segments and while frames, their order could differ, so that case is proposed again too.
+"""
+
+from __future__ import annotations
+
+from npu_sim_bridge.graph.names import CONTROL_PORT, parse_input
+from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
+from npu_sim_bridge.graph.validate import topological_order
+from npu_sim_bridge.graph.view import EditJournal, GraphView
+from npu_sim_bridge.passes.partition.cluster import READ_REF, EdgeKinds, Proposal
+
+_MAX_CHAIN = 16
+
+
+def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidate,
+          kinds: EdgeKinds) -> Proposal | None:
+    """The proposal a fresh `propose` would make on the current graph, or None when it cannot be carried.
+
+    `is_candidate(node)` says whether a new node passes the device-candidate test.
+    """
+    layout = proposal.layout
+    if layout is None or journal.removed or layout.split_frames or proposal.bridges:
+        return None
+    added = [name for name in journal.added if name in view]
+    if not added:
+        return None
+    host = proposal.host
+    for members in layout.regions:  # a region partly on the host would now go there whole
+        if any(name in host for name in members) and not all(name in host for name in members):
+            return None
+    unit_of = layout.unit_of
+    new = set(added)
+    anchors: dict[str, tuple[str, int]] = {}
+
+    def anchor(name: str) -> tuple[str, int] | None:
+        """The (producer, port) an added node's chain reads, or None if it is not such a chain."""
+        chain = []
+        while name in new and name not in anchors and len(chain) <= _MAX_CHAIN:
+            chain.append(name)
+            inputs = view.input_texts(name)
+            if len(inputs) != 1:
+                return None
+            name, port = parse_input(inputs[0])
+            if port == CONTROL_PORT:
+                return None
+            if name in new and port != 0:
+                return None
+            if name not in new:
+                anchors.update((link, (name, port)) for link in chain)
+                return name, port
+        found = anchors.get(name)
+        if found is not None:
+            anchors.update((link, found) for link in chain)
+        return found
+
+    # Changed inputs of the nodes that were there: only `P:port` -> the end of a new chain reading it.
+    for name, before in journal.rewired.items():
+        if name not in view:
+            return None
+        after = view.input_texts(name)
+        if len(after) != len(before):
+            return None
+        for old, now in zip(before, after):
+            if old == now:
+                continue
+            producer, port = parse_input(now)
+            if producer not in new or port != 0 or anchor(producer) != parse_input(old):
+                return None
+
+    segment_add: dict[str, int] = {}  # new node -> segment index
+    consumers = view.consumer_index()
+    layer_of_new: dict[str, float] = {}
+    for name in reversed(_chain_order(added, new, view)):
+        found = anchor(name)
+        if found is None or not is_candidate(view.node(name)):
+            return None
+        producer = found[0]
+        unit = unit_of.get(producer)
+        users = consumers.get(name)
+        if unit is None or not users:
+            return None
+        for user in users:
+            if user not in new and user not in unit_of:
+                return None
+        if producer in host:
+            segment = _segment_of_users(layout, users, new, segment_add)
+            if segment is None or layout.frame[unit] or layout.guards(*found):
+                return None
+            kind = kinds.tensor_kind(producer, found[1], name)
+            if kind is not None and kind != READ_REF:  # a variable's ref may enter a GeOp from the host
+                return None
+            segment_add[name] = segment
+            continue
+        if not layout.device[unit]:
+            return None
+        if layout.frame[unit]:
+            if view.node(producer).op in EXIT_OPS or view.node(producer).op in NEXT_ITERATION_OPS:
+                return None  # the new node would leave P's frame
+        else:
+            if view.node(producer).op in NEXT_ITERATION_OPS:
+                return None
+            reach = min(layer_of_new[user] if user in new else
+                        (layout.layer[unit_of[user]] if layout.device[unit_of[user]]
+                         else layout.reach_device[unit_of[user]])
+                        for user in users)
+            if reach != layout.layer[unit]:
+                return None
+            layer_of_new[name] = reach
+        segment = layout.segment_of[unit]
+        segment_add[name] = segment
+        for user in users:
+            if user in new:
+                continue
+            user_unit = unit_of[user]
+            crosses = layout.segment_of.get(user_unit) != segment
+            if crosses and (layout.guards(*found) or _tied(view, kinds, name, user)):
+                return None  # a tied tensor or a v1 cond branch tensor would cross
+
+    order = topological_order(view)
+    position = {name: index for index, name in enumerate(order)}
+    grown = [list(members) for members in proposal.segments]
+    for name, segment in segment_add.items():
+        grown[segment].append(name)
+    segments = [sorted(members, key=position.__getitem__) for members in grown]
+    if len(segments) > 1:
+        if any(layout.frame):
+            return None
+        segments.sort(key=lambda members: position[members[0]])
+    names = [node.name for node in view.nodes()]
+    # A fresh proposal on this graph ends in its first round: nothing to drop, no tied edge.
+    return Proposal(host={name: host[name] for name in names if name in host}, segments=segments,
+                    dropped=[], bridges=[], rounds=1, layout=None)
+
+
+def _chain_order(added: list[str], new: set[str], view: GraphView) -> list[str]:
+    """The added nodes, each one after the added node it reads (by the length of its chain)."""
+    depth: dict[str, int] = {}
+    for name in added:
+        chain, link = [], name
+        while link in new and link not in depth and len(chain) <= _MAX_CHAIN:
+            chain.append(link)
+            inputs = view.input_texts(link)
+            link = parse_input(inputs[0]).node if len(inputs) == 1 else ""
+        base = depth.get(link, 0)
+        for offset, member in enumerate(reversed(chain), start=1):
+            depth[member] = base + offset
+    return sorted(added, key=depth.__getitem__)
+
+
+def _segment_of_users(layout, users, new: set[str], segment_add: dict[str, int]) -> int | None:
+    """The one segment every consumer of a new node is in, or None (a host consumer, several segments)."""
+    found = {segment_add.get(user) if user in new else layout.segment_of.get(layout.unit_of[user]) for user in users}
+    return found.pop() if len(found) == 1 else None
+
+
+def _tied(view: GraphView, kinds: EdgeKinds, producer: str, consumer: str) -> bool:
+    """Whether a data edge from a new node to a node of another segment or the host may not cross."""
+    for text in view.input_texts(consumer):
+        ref = parse_input(text)
+        if ref.node == producer and ref.port != CONTROL_PORT and kinds.tensor_kind(producer, ref.port, consumer):
+            return True
+    return False

@@ -1,0 +1,78 @@
+"""Placement's proposal carried over the precision pass's Casts equals a fresh proposal on real graphs."""
+
+import pytest
+from tensorflow.core.framework import graph_pb2, node_def_pb2
+
+from npu_sim_bridge.config import from_dict
+from npu_sim_bridge.graph.outline import function_library
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.passes import ItemInfo, PassContext
+from npu_sim_bridge.passes.pipeline import _run_one, selected_passes
+from npu_sim_bridge.passes.partition import pass_ as partition
+from npu_sim_bridge.report.model import Report
+from npu_sim_bridge.testing import models, zoo
+
+MODES = {
+    "full sink, emulate": {"precision_mode": "allow_mix_precision"},
+    "mixed compute, emulate": {"precision_mode": "allow_mix_precision", "mix_compile_mode": True},
+    "mixed compute, native": {"precision_mode": "allow_mix_precision", "mix_compile_mode": True,
+                              "sim_fp16_execution": "native"},
+    "allow_fp32_to_fp16": {"precision_mode": "allow_fp32_to_fp16"},
+}
+GRAPHS = {
+    "keras_cnn": zoo.keras_cnn,                # v1 conds, Casts after host inputs
+    "tf1_batchnorm_cnn": zoo.tf1_batchnorm_cnn,
+    "user_cond_mlp": zoo.user_cond_mlp,
+    "user_while_mlp": zoo.user_while_mlp,      # a v1 while frame
+    "bert_small": lambda: models.bert(with_saver=False, **models.SMALL_KWARGS["bert"]),
+}
+
+
+@pytest.fixture(scope="module")
+def built():
+    return {name: build() for name, build in GRAPHS.items()}
+
+
+def _before_partition(model, options):
+    """The pipeline's passes up to partition, on a copy of the model's graph."""
+    work = graph_pb2.GraphDef()
+    work.CopyFrom(model.graph_def())
+    item = ItemInfo(id="carry", fetch=tuple(model.fetch_names()))
+    ctx = PassContext(view=GraphView(work), options=options, item=item, report=Report("carry"))
+    for graph_pass in selected_passes(options):
+        if graph_pass.name == "partition":
+            break
+        if graph_pass.wanted(options):
+            _run_one(graph_pass, ctx)
+    return ctx
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("graph", list(GRAPHS))
+def test_carried_proposal_equals_a_fresh_one(built, graph, mode):
+    ctx = _before_partition(built[graph], from_dict(MODES[mode]))
+    ctx.view.close_journal()
+    functions = function_library(ctx.view)
+    carried = partition.carried_proposal(ctx, functions)
+    if carried is None:
+        return  # the partition proposes again: nothing to compare
+    names = [node.name for node in ctx.view.nodes()]
+    fresh = partition.fresh_proposal(ctx, names, functions, set())
+    assert list(carried.host.items()) == list(fresh.host.items())
+    assert carried.segments == fresh.segments
+    assert carried.bridges == fresh.bridges == []
+
+
+@pytest.mark.parametrize("graph", ["keras_cnn", "bert_small"])
+def test_the_default_pipeline_carries_the_proposal(built, graph):
+    ctx = _before_partition(built[graph], from_dict(MODES["full sink, emulate"]))
+    assert ctx.result(partition.Proposed).journal.added  # precision inserted conversions
+    assert partition.carried_proposal(ctx, function_library(ctx.view)) is not None
+
+
+def test_a_removed_node_makes_partition_propose_again(built):
+    ctx = _before_partition(built["keras_cnn"], from_dict(MODES["full sink, emulate"]))
+    view = ctx.view
+    view.add_node(node_def_pb2.NodeDef(name="unused_const", op="NoOp"))
+    view.remove_node("unused_const")
+    assert partition.carried_proposal(ctx, function_library(view)) is None

@@ -1,0 +1,39 @@
+"""Decision records keep reasons as values and render their text only when it is read."""
+
+from npu_sim_bridge.report import reasons
+from npu_sim_bridge.report.model import NodeDecision, Report
+
+
+def test_reason_text_is_rendered_from_the_values_in_order():
+    decision = NodeDecision(name="n", op="Log")
+    decision.add_reason("gray: follows mm")
+    decision.add_reason(reasons.host("not_device_op", op="Log", note=""))
+    assert decision.reason == "gray: follows mm; host: op type Log is not in the device op list"
+    decision.add_reason(reasons.host("scoped"))  # added after a read: appended to the text
+    assert decision.reason.endswith("; host: in without_npu_compile_scope")
+    assert [r.code for r in decision.reasons] == ["text", "host.not_device_op", "host.scoped"]
+    assert decision.host_reason().code == "host.not_device_op"
+
+
+def test_given_text_and_set_text_stay_ahead_of_later_reasons():
+    inserted = NodeDecision(name="c", op="Cast", reason="inserted by precision: Cast of mm")
+    assert inserted.reason == "inserted by precision: Cast of mm" and inserted.reasons == []
+    inserted.add_reason("more")
+    assert inserted.reason == "inserted by precision: Cast of mm; more"
+    inserted.reason = "replaced"
+    assert inserted.reason == "replaced"
+    inserted.add_reason(reasons.host("fed"))
+    assert inserted.reason == "replaced; host: fed by the session, so it keeps its name outside the GeOps"
+
+
+def test_json_form_holds_text_and_values():
+    report = Report("g")
+    report.nodes["n"] = decision = NodeDecision(name="n", op="Relu", list="gray")
+    decision.add_reason(reasons.host("while_frame", frame="w", node="p", cause=reasons.host("py_func", op="PyFunc")))
+    node = report.to_dict()["nodes"][0]
+    assert list(node) == ["name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason",
+                          "reasons"]
+    assert node["reason"] == "host: v1 while frame w holds host op p (PyFunc runs on the host)"
+    assert node["reasons"] == [{"code": "host.while_frame", "frame": "w", "node": "p",
+                                "cause": {"code": "host.py_func", "op": "PyFunc"}}]
+    assert NodeDecision(name="n", op="Relu") == NodeDecision(name="n", op="Relu")
