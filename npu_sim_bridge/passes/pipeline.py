@@ -133,7 +133,7 @@ def _run_pipeline(graph_def, options, item, remember) -> PipelineResult:
         raise GraphValidationError(f"NpuOptimizer cannot rewrite an invalid graph: {err}") from None
 
     report.record_graph(view.nodes())
-    report.rerun = _already_rewritten(view, item)
+    report.rerun = _already_rewritten(view)
     ignored = envvars.ignored_note()
     if ignored:
         report.warn(ignored)
@@ -210,10 +210,9 @@ def _place_new_nodes(view: GraphView, report: Report) -> None:
             node.device = fallback
 
 
-def _already_rewritten(view: GraphView, item: ItemInfo) -> bool:
-    """True for Grappler's later iterations and for GeOp bodies: NpuOptimizer has seen them."""
-    if _geop_body(item):
-        return True
+def _already_rewritten(view: GraphView) -> bool:
+    """True for Grappler's later iterations: NpuOptimizer has seen the graph (GeOp bodies never get
+    here, see _stamped_body)."""
     return any(SEEN_ATTR in node.attr for node in view.nodes())
 
 

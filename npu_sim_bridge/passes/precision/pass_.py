@@ -130,7 +130,6 @@ class PrecisionPass(GraphPass):
             functions[fname] = stored
         return count
 
-
     @staticmethod
     def _function(fdef, library, lists, mode, setting, functions, rewrite, round_kernel):
         """(plans, rewriter or None, the rewritten FunctionDef or None when unchanged) of one body."""
