@@ -1,0 +1,137 @@
+"""How the rewrite grows with the graph: time per node and memory, from BERT 1 layer to 24 and to 100k nodes.
+
+The whole default pipeline (every pass, allow_mix_precision), in process (`run_pipeline`), on
+  - BERT training graphs (Adam, softmax cross-entropy) of 1, 2, 4, 8, 12 and 24 layers: the node
+    count grows with depth, the tensor sizes do not enter the rewrite, so the encoder is built narrow;
+  - synthetic forward graphs of 10k, 30k and 100k nodes (`testing.synthetic.scoped_graph`: dense
+    blocks in name scopes, every 40th block marked for the host), under mix_compile_mode.
+
+Per graph: nodes, GraphDef size, the median pipeline time over the repeats (after one run not
+counted) and its time per node, the time of each pass, and the memory of one run in a fresh process
+(after a run on a small graph there, for the imports and caches every process fills once):
+the peak of Python's own allocations (tracemalloc) and how far the process's peak resident set grew
+over the run (it also holds the protobuf arenas tracemalloc cannot see), each as a multiple of the
+GraphDef's serialized size. Linear growth means a constant time per node: the last column divides
+each graph's time per node by the smallest BERT's.
+
+Run:  python benchmarks/bench_scale.py [--quick] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+from npu_sim_bridge.config import from_dict  # noqa: E402
+from npu_sim_bridge.passes import ItemInfo, run_pipeline  # noqa: E402
+from npu_sim_bridge.testing import models  # noqa: E402
+from npu_sim_bridge.testing.synthetic import scoped_graph  # noqa: E402
+
+tf.compat.v1.disable_eager_execution()
+_NARROW_BERT = dict(hidden=64, heads=2, seq_len=16, vocab=100, intermediate=128)
+
+
+def labels(quick: bool) -> list[str]:
+    bert = (1, 4, 12) if quick else (1, 2, 4, 8, 12, 24)
+    synthetic = (10, 30) if quick else (10, 30, 100)
+    return [f"BERT {layers} layers" for layers in bert] + [f"synthetic {size}k" for size in synthetic]
+
+
+def build(label: str):
+    """(GraphDef, fetch names, extra options) of a graph named as `labels` names it."""
+    kind, count = label.split()[:2]
+    if kind == "BERT":
+        model = models.bert(num_layers=int(count), with_saver=False, **_NARROW_BERT)
+        return model.graph_def(), model.fetch_names(), {}
+    return scoped_graph(int(count[:-1]) * 1000), ["out"], {"mix_compile_mode": True}
+
+
+def _inputs(graph_def, fetch, extra):
+    options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "all", **extra})
+    return options, ItemInfo(id="scale", fetch=tuple(fetch))
+
+
+def time_pipeline(graph_def, fetch, extra, repeats: int) -> dict:
+    options, item = _inputs(graph_def, fetch, extra)
+    run_pipeline(graph_def, options, item, remember=False)  # lazy imports and caches, not counted
+    totals, passes = [], collections.defaultdict(list)
+    for _ in range(repeats):
+        started = time.perf_counter()
+        report = run_pipeline(graph_def, options, item, remember=False).report
+        totals.append(time.perf_counter() - started)
+        for record in report.passes:
+            passes[record.name].append(record.seconds)
+    return {"seconds": statistics.median(totals),
+            "passes": {name: statistics.median(values) for name, values in passes.items()}}
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def memory_of(label: str) -> None:
+    """In a process of its own: the memory of one pipeline run on the graph, printed as JSON."""
+    graph_def, fetch, extra = build(label)
+    options, item = _inputs(graph_def, fetch, extra)
+    # The first run in a process imports modules and fills caches (the op library among them): done
+    # on a small graph first, so that the figures are the graph's own.
+    run_pipeline(scoped_graph(300), *_inputs(None, ["out"], {"mix_compile_mode": True}), remember=False)
+    before = _resident_mb()
+    tracemalloc.start()
+    run_pipeline(graph_def, options, item, remember=False)
+    traced = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
+    print(json.dumps({"traced_mb": traced, "rss_growth_mb": max(0.0, peak - before)}))
+
+
+def measure_memory(label: str) -> dict:
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-of", label],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the memory run of {label} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer and smaller graphs, 2 repeats")
+    parser.add_argument("--repeats", type=int, help="pipeline runs per graph (default 3, quick 2)")
+    parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # the child process of measure_memory
+    args = parser.parse_args()
+    if args.memory_of:
+        memory_of(args.memory_of)
+        return
+    repeats = args.repeats or (2 if args.quick else 3)
+    print(f"whole default pipeline, allow_mix_precision, in process; median of {repeats} runs per graph")
+    print(f"{'graph':<18} {'nodes':>7} {'GraphDef':>9} {'ms':>8} {'us/node':>8}  {'passes (ms)':<58} "
+          f"{'traced peak':>11} {'RSS growth':>10} {'per node vs first':>17}")
+    first = None
+    for label in labels(args.quick):
+        graph_def, fetch, extra = build(label)
+        nodes, size_mb = len(graph_def.node), graph_def.ByteSize() / 2**20
+        row = time_pipeline(graph_def, fetch, extra, repeats)
+        memory = measure_memory(label)
+        per_node = row["seconds"] / nodes * 1e6
+        first = first or per_node
+        parts = ", ".join(f"{name} {seconds * 1000:.0f}" for name, seconds in row["passes"].items())
+        print(f"{label:<18} {nodes:>7} {size_mb:>6.1f} MB {row['seconds'] * 1000:>8.0f} {per_node:>8.1f}  {parts:<58} "
+              f"{memory['traced_mb'] / size_mb:>10.1f}x {memory['rss_growth_mb'] / size_mb:>9.1f}x "
+              f"{per_node / first:>16.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
