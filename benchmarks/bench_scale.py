@@ -23,7 +23,6 @@ import argparse
 import collections
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -82,6 +81,17 @@ def _resident_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # Linux: the peak resident set (VmHWM) starts again from the current one
+
+
+def _peak_resident_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024  # kilobytes
+
+
 def memory_of(label: str) -> None:
     """In a process of its own: the memory of one pipeline run on the graph, printed as JSON."""
     graph_def, fetch, extra = build(label)
@@ -90,11 +100,14 @@ def memory_of(label: str) -> None:
     # on a small graph first, so that the figures are the graph's own.
     run_pipeline(scoped_graph(300), *_inputs(None, ["out"], {"mix_compile_mode": True}), remember=False)
     before = _resident_mb()
+    _reset_peak()  # the peak so far is importing TensorFlow's, which the pipeline run may never reach
+    run_pipeline(graph_def, options, item, remember=False)
+    peak = _peak_resident_mb()
+    # tracemalloc's own records take memory too: its run comes after the resident set was read.
     tracemalloc.start()
     run_pipeline(graph_def, options, item, remember=False)
     traced = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
     print(json.dumps({"traced_mb": traced, "rss_growth_mb": max(0.0, peak - before)}))
 
 
