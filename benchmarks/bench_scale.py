@@ -57,13 +57,13 @@ def build(label: str):
     return scoped_graph(int(count[:-1]) * 1000), ["out"], {"mix_compile_mode": True}
 
 
-def _inputs(graph_def, fetch, extra):
+def _inputs(fetch, extra):
     options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "all", **extra})
     return options, ItemInfo(id="scale", fetch=tuple(fetch))
 
 
 def time_pipeline(graph_def, fetch, extra, repeats: int) -> dict:
-    options, item = _inputs(graph_def, fetch, extra)
+    options, item = _inputs(fetch, extra)
     run_pipeline(graph_def, options, item, remember=False)  # lazy imports and caches, not counted
     totals, passes = [], collections.defaultdict(list)
     for _ in range(repeats):
@@ -95,10 +95,10 @@ def _peak_resident_mb() -> float:
 def memory_of(label: str) -> None:
     """In a process of its own: the memory of one pipeline run on the graph, printed as JSON."""
     graph_def, fetch, extra = build(label)
-    options, item = _inputs(graph_def, fetch, extra)
+    options, item = _inputs(fetch, extra)
     # The first run in a process imports modules and fills caches (the op library among them): done
     # on a small graph first, so that the figures are the graph's own.
-    run_pipeline(scoped_graph(300), *_inputs(None, ["out"], {"mix_compile_mode": True}), remember=False)
+    run_pipeline(scoped_graph(300), *_inputs(["out"], {"mix_compile_mode": True}), remember=False)
     before = _resident_mb()
     _reset_peak()  # the peak so far is importing TensorFlow's, which the pipeline run may never reach
     run_pipeline(graph_def, options, item, remember=False)
