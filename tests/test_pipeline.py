@@ -196,3 +196,63 @@ def test_a_geop_body_changed_by_other_optimizers_is_stamped_not_decided_again():
         del node.attr[pipeline.SEEN_ATTR]
     plain = _graph_def()
     assert result.graph_def == plain  # nothing else changed: no Casts, no float16
+
+
+def _grappler_calls(monkeypatch, optimizer_name):
+    """The item ids the shim hands to Python while Grappler optimizes a graph with a functional cond
+    and a GeOp (only NpuOptimizer enabled, one iteration, every function item considered)."""
+    from tensorflow.python.grappler import tf_optimizer
+
+    from npu_sim_bridge.testing import models
+
+    graph = tf.Graph()
+    with models._control_flow("v2"), graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [4], name="x")
+        flag = tf.compat.v1.placeholder(tf.bool, [], name="flag")
+        y = tf.cond(flag, lambda: tf.nn.relu(x) * 2.0, lambda: tf.tanh(x) + 1.0)
+        loss = tf.reduce_sum(y, name="loss")
+        tf.compat.v1.add_to_collection("train_op", loss)
+        meta = tf.compat.v1.train.export_meta_graph(graph=graph)
+    config = tf.compat.v1.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.min_graph_nodes = -1
+    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrite.optimizers.append(optimizer_name)
+    custom = rewrite.custom_optimizers.add()
+    custom.name = optimizer_name
+    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    calls = []
+    original = entry.optimize
+    monkeypatch.setattr(entry, "optimize", lambda item_id, *rest: calls.append(item_id) or original(item_id, *rest))
+    optimized = tf_optimizer.OptimizeGraph(config, meta)
+    return calls, optimized
+
+
+def test_function_items_rewritten_with_their_caller_do_not_go_to_python(monkeypatch):
+    """Grappler hands every library function to NpuOptimizer after the graph that calls it; the
+    shim hands back those its caller's rewrite stamped without the trip to Python."""
+    calls, optimized = _grappler_calls(monkeypatch, "NpuOptimizer")
+    assert calls == ["graph_to_optimize"]
+    functions = {f.signature.name for f in optimized.library.function}
+    assert any(name.startswith("GeOp") for name in functions)
+    assert len(functions) >= 3, "the GeOp body and both branches were function items"
+    for function in optimized.library.function:
+        assert all(pipeline.SEEN_ATTR in node.attr for node in function.node_def)
+
+
+def test_a_misspelled_optimizer_name_still_reaches_python_for_every_item(monkeypatch):
+    calls, optimized = _grappler_calls(monkeypatch, "NPUOptimizer")
+    assert calls[0] == "graph_to_optimize" and len(calls) > 1
+    assert any(node.name.startswith(entry.ERROR_SCOPE + "/") for node in optimized.node)
+
+
+def test_the_shim_reads_the_attribute_names_the_python_side_writes():
+    import os
+    import re
+
+    source = open(os.path.join(os.path.dirname(entry.__file__), "npu_optimizer.cc")).read()
+    constants = dict(re.findall(r'constexpr char (k\w+)\[\] = "([^"]*)"', source))
+    assert constants["kSeenAttr"] == pipeline.SEEN_ATTR
+    assert constants["kOptionsAttr"] == entry.OPTIONS_ATTR
+    assert constants["kRegisteredName"] == entry.NPU_OPTIMIZER
+    assert constants["kErrorScope"] == entry.ERROR_SCOPE + "/"
