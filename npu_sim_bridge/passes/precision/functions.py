@@ -68,9 +68,12 @@ def xla_compiled_functions(view, functions) -> set[str]:
     """The functions XLA compiles: those marked for it (`tf.function(jit_compile=True)`, as Keras's grouped
     convolutions are), those a call node marks, and every function they call in turn."""
     compiled = {name for name, fdef in functions.items() if _compiled(fdef.attr)}
+    if not functions:
+        return compiled
     for nodes in [view.nodes(), *(fdef.node_def for fdef in functions.values())]:
         for node in nodes:
-            if _compiled(node.attr):
+            op = node.op  # only a call can mark what it calls
+            if (op in CALLING_OPS or op in functions) and _compiled(node.attr):
                 compiled.update(called_functions([node], functions))
     order = list(compiled)
     while order:
@@ -79,14 +82,6 @@ def xla_compiled_functions(view, functions) -> set[str]:
                 compiled.add(name)
                 order.append(name)
     return compiled
-
-
-def body_key(fdef, *context) -> bytes:
-    """What a function's decisions and rewrite depend on: everything but its name (and `context`)."""
-    copy = type(fdef)()
-    copy.CopyFrom(fdef)
-    copy.signature.name = ""
-    return repr(context).encode() + b"\0" + copy.SerializeToString(deterministic=True)
 
 
 def is_parametrized(fdef) -> bool:

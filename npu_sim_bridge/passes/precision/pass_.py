@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from npu_sim_bridge.errors import ConfigError
+from npu_sim_bridge.graph.alike import Renaming, alike_key
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
@@ -100,8 +101,8 @@ class PrecisionPass(GraphPass):
         count = 0
         # XLA has no kernel for the rounding op: bodies it compiles round with Cast pairs (the same values).
         compiled = fn.xla_compiled_functions(view, functions) if round_kernel else set()
-        # Bodies alike but for their name (the branches of every batch norm's cond) get the same
-        # decisions and the same rewrite: each is worked out once.
+        # Bodies alike but for names and shapes (the branches and gradients of every batch norm's cond)
+        # get the same decisions and the same rewrite: each is worked out once, the others renamed.
         done: dict[bytes, tuple] = {}
         stored_at = None  # function name -> its index in the library
         for fname in fn.reachable_functions(view, functions):
@@ -110,15 +111,28 @@ class PrecisionPass(GraphPass):
                 report.warn(f"function {fname} has a signature parametrized by type attrs; its body is "
                             "left as it is (keeps its dtypes)")
                 continue
-            key = fn.body_key(fdef, fname in compiled)
+            key = alike_key(fdef, fname in compiled)
+
+            def work():
+                return self._function(fdef, library, lists, mode, setting, functions, rewrite,
+                                      round_kernel and fname not in compiled)
+
+            rename = None
             if key not in done:
-                done[key] = self._function(fdef, library, lists, mode, setting, functions, rewrite,
-                                           round_kernel and fname not in compiled)
-            plans, rewriter, new_fdef = done[key]
-            _fill_report(report, plans, prefix=f"{fname}/")
+                plans, rewriter, new_fdef = work()
+                done[key] = ([arg.name for arg in fdef.signature.input_arg], plans, rewriter, new_fdef)
+            else:
+                template_args, plans, rewriter, template_fdef = done[key]
+                derived = {name: source.node for name, source, *_ in rewriter.inserted} if rewriter else None
+                rename = Renaming(template_args, fdef, derived)
+                new_fdef = rename.function(template_fdef) if template_fdef is not None else None
+                if template_fdef is not None and new_fdef is None:  # a renamed node would clash: work it out
+                    plans, rewriter, new_fdef = work()
+                    rename = None
+            _fill_report(report, plans, prefix=f"{fname}/", rename=rename)
             count += 1
             if rewriter is not None:
-                _report_inserted(report, rewriter, prefix=f"{fname}/")
+                _report_inserted(report, rewriter, prefix=f"{fname}/", rename=rename)
             totals.add(plans, rewriter)
             if new_fdef is None:
                 continue
@@ -208,9 +222,10 @@ class _Totals:
             self.retyped += rewriter.retyped
 
 
-def _fill_report(report, plans, prefix: str) -> None:
+def _fill_report(report, plans, prefix: str, rename=None) -> None:
+    """Records of the decided nodes; `rename` maps the names of an alike body's plans to this body's."""
     for name, plan in plans.items():
-        key = prefix + name
+        key = prefix + (rename(name) if rename is not None else name)
         record = report.nodes.get(key)
         if record is None:
             record = report.nodes[key] = NodeDecision(name=key, op=plan.op)
@@ -227,10 +242,12 @@ def _fill_report(report, plans, prefix: str) -> None:
             record.add_reason(plan.reason)
 
 
-def _report_inserted(report, rewriter, prefix: str) -> None:
+def _report_inserted(report, rewriter, prefix: str, rename=None) -> None:
     for name, source, src, dst, kind in rewriter.inserted:
         what = "float16 round trip" if kind == "round" else "Cast"
         op = marks.ROUND_OP if kind == "round" and src == dst else "Cast"
+        if rename is not None:
+            name, source = rename(name), source._replace(node=rename(source.node))
         report.nodes[prefix + name] = NodeDecision(
             name=prefix + name, op=op, dtype_before=name_of(src), dtype_after=name_of(dst),
             reason=f"inserted by precision: {what} of {source}")
