@@ -194,3 +194,34 @@ def test_checks_after_edits_agree_with_a_complete_check(edges, edits):
         assert _outcome(view) == expected
         if expected != "valid":
             break
+
+
+def _node(op, **types):
+    node = node_def_pb2.NodeDef(name=f"n_{op}", op=op)
+    for key, value in types.items():
+        node.attr[key].type = value
+    return node
+
+
+def test_string_ports_follow_each_node_s_type_attr_not_the_first_node_of_its_op():
+    from tensorflow.core.framework import types_pb2
+
+    from npu_sim_bridge.errors import UnsupportedGraphError
+    from npu_sim_bridge.graph.ports import has_port_of_type
+
+    string, floats = _node("Identity", T=types_pb2.DT_STRING), _node("Identity", T=types_pb2.DT_FLOAT)
+    for _ in range(2):  # asked again: the cached answers stay per attr value
+        assert has_port_of_type(string, types_pb2.DT_STRING)
+        assert not has_port_of_type(floats, types_pb2.DT_STRING)
+        assert has_port_of_type(floats, types_pb2.DT_FLOAT)
+    with pytest.raises(UnsupportedGraphError, match="lacks attribute 'T'"):
+        has_port_of_type(_node("Identity"), types_pb2.DT_STRING)
+
+
+def test_function_attrs_are_those_of_the_op_def():
+    from npu_sim_bridge.graph.ports import function_attrs
+
+    assert function_attrs("If") == ("else_branch", "then_branch")
+    assert function_attrs("StatefulPartitionedCall") == ("f",)
+    assert function_attrs("AddV2") == ()
+    assert function_attrs("my_library_function") is None

@@ -143,19 +143,67 @@ def expand_arg(node, spec: tuple, defaults: Mapping, strict: bool = True) -> lis
 def has_port_of_type(node: node_def_pb2.NodeDef, dtype: int,
                      library: Mapping[str, function_pb2.FunctionDef] | None = None) -> bool:
     """Whether an output or input of `node` carries `dtype` (or its ref type): what
-    `output_ports(node) + input_ports(node)` would show, raising as they do, without building ports."""
+    `output_ports(node) + input_ports(node)` would show, raising as they do, without building ports.
+
+    Cached for a registered op per the values of the attrs its ports depend on (nodes of one op type
+    mostly share them).
+    """
     spec = registered_spec(node.op)
-    if spec is not None:
-        defaults, inputs, outputs = spec
-    else:
+    if spec is None:
         signature = _signature_or_error(node, library)
-        defaults, inputs, outputs = {}, arg_specs(signature.input_arg), arg_specs(signature.output_arg)
+        return _carries(node, {}, arg_specs(signature.input_arg), arg_specs(signature.output_arg), dtype)
+    attrs, names = node.attr, _port_attrs(node.op)
+    key = (node.op, dtype, *[_attr_key(attrs[name]) if name in attrs else None for name in names])
+    found = _carries_cache.get(key)
+    if found is None:
+        defaults, inputs, outputs = spec
+        found = _carries_cache[key] = _carries(node, defaults, inputs, outputs, dtype)
+    return found
+
+
+_carries_cache: dict[tuple, bool] = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _port_attrs(op: str) -> tuple[str, ...]:
+    """The attrs the ports of a registered op depend on (type, number and list(type) attrs of its args)."""
+    _, inputs, outputs = _registered_spec(op)
+    names: list[str] = []
+    for _, _, type_attr, number_attr, type_list_attr, _ in inputs + outputs:
+        for name in (type_attr, number_attr, type_list_attr):
+            if name and name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+def _attr_key(value):
+    kind = value.WhichOneof("value")
+    if kind == "type":
+        return value.type
+    if kind == "i":
+        return value.i
+    if kind == "list":
+        return tuple(value.list.type)
+    return kind
+
+
+def _carries(node, defaults, inputs, outputs, dtype: int) -> bool:
     found = False
     for specs in (outputs, inputs):
         for arg in specs:  # every arg is read (no early exit), so a missing attr raises as it would there
             if _arg_carries(node, arg, defaults, dtype):
                 found = True
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def function_attrs(op: str) -> tuple[str, ...] | None:
+    """The func and list(func) attrs of a registered op (the functions its kernel may call), sorted;
+    None for an op that is not registered (a function called by name, an unknown op)."""
+    op_def = op_def_registry.get(op)
+    if op_def is None:
+        return None
+    return tuple(sorted(attr.name for attr in op_def.attr if attr.type in ("func", "list(func)")))
 
 
 def _arg_carries(node, spec: tuple, defaults: Mapping, dtype: int) -> bool:

@@ -12,7 +12,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
     CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
-from npu_sim_bridge.graph.ports import has_port_of_type
+from npu_sim_bridge.graph.ports import function_attrs, has_port_of_type
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
 from npu_sim_bridge.report.reasons import Reason, host
@@ -223,8 +223,14 @@ def _called_functions(node, functions) -> list[str]:
     names = []
     if node.op in functions:
         names.append(node.op)
-    for key in sorted(node.attr):
-        value = node.attr[key]
+    attrs = node.attr
+    keys = function_attrs(node.op)
+    if keys is None:  # not a registered op: any func attr may name a function it calls
+        keys = sorted(attrs)
+    for key in keys:
+        if key not in attrs:
+            continue
+        value = attrs[key]
         kind = value.WhichOneof("value")
         if kind == "func":
             names.append(value.func.name)
