@@ -225,3 +225,20 @@ def test_function_attrs_are_those_of_the_op_def():
     assert function_attrs("StatefulPartitionedCall") == ("f",)
     assert function_attrs("AddV2") == ()
     assert function_attrs("my_library_function") is None
+
+
+def test_the_order_validation_found_is_reused_until_the_graph_is_edited():
+    view = GraphView(_graph(CHAIN))
+    validate_graph(view)
+    first = topological_order(view)
+    assert first == ["a", "b", "c"]
+    first.reverse()  # the caller's copy: the remembered order is not touched
+    assert topological_order(view) == ["a", "b", "c"]
+    # d is added after c in the GraphDef but now feeds b: the order must change with the edit.
+    view.add_node(node_def_pb2.NodeDef(name="d", op="Identity", input=["a"]))
+    view.set_input("b", 0, TensorRef("d", 0))
+    assert topological_order(view) == ["a", "d", "b", "c"]
+    view.remove_input("c", 2)  # drops ^b: an edit that adds no node and touches no rank
+    view.set_input("c", 0, TensorRef("d", 0))
+    view.remove_input("b", 0)
+    assert topological_order(view) == ["a", "b", "d", "c"]

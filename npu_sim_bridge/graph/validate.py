@@ -95,9 +95,18 @@ def topological_order(graph: GraphLike) -> list[str]:
     Deterministic: among ready nodes the one earliest in the GraphDef goes first. Raises
     GraphValidationError on a cycle that is not a v1 loop.
     """
-    order, stuck = _order(_records(graph)) if isinstance(graph, graph_pb2.GraphDef) else _order_view(graph)
+    if isinstance(graph, graph_pb2.GraphDef):
+        order, stuck = _order(_records(graph))
+    else:
+        remembered = graph.remembered_order()
+        if remembered is not None:
+            return remembered
+        order, stuck = _order_view(graph)
     if stuck:
         raise GraphValidationError("the graph has a cycle through nodes " + _listed(stuck))
+    if not isinstance(graph, graph_pb2.GraphDef):
+        graph.remember_order(order)
+        return list(order)
     return order
 
 
@@ -156,6 +165,7 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     if stuck:
         raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")
     view.ranks = {name: float(rank) for rank, name in enumerate(order)}
+    view.remember_order(order)
 
 
 _RANK_STEP = 1.0 / 1024  # a new node sits this far above its highest input (chains of casts stay below 1)

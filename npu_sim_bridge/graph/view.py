@@ -44,6 +44,8 @@ class GraphView:
         self.ranks: dict[str, float] | None = None
         self.touched: set[str] = set()
         self._journal: EditJournal | None = None
+        self._edits = 0  # mutations so far: a remembered topological order holds while this stays
+        self._order_memo: tuple[int, list[str]] | None = None
         self._reindex()
 
     # ----------------------------------------------------------------- queries
@@ -123,6 +125,15 @@ class GraphView:
             suffix += 1
         return f"{base}_{suffix}"
 
+    def remember_order(self, order: list[str]) -> None:
+        """Keep a topological order of the graph as it is now (validation computes one anyway)."""
+        self._order_memo = (self._edits, order)
+
+    def remembered_order(self) -> list[str] | None:
+        """A copy of the remembered topological order, or None when the graph was edited since."""
+        memo = self._order_memo
+        return list(memo[1]) if memo is not None and memo[0] == self._edits else None
+
     # ---------------------------------------------------------------- journal
     def open_journal(self) -> EditJournal:
         """Start recording what the mutators do (one journal at a time; see `close_journal`)."""
@@ -140,6 +151,7 @@ class GraphView:
     # --------------------------------------------------------------- mutators
     def add_node(self, node: node_def_pb2.NodeDef) -> node_def_pb2.NodeDef:
         """Append a copy of `node`; its name must be new. Returns the stored NodeDef."""
+        self._edits += 1
         if node.name in self._nodes:
             raise GraphValidationError(f"cannot add node {node.name!r}: the name is taken")
         self._removed.discard(node.name)
@@ -159,6 +171,7 @@ class GraphView:
 
     def remove_node(self, name: str) -> None:
         """Remove a node that no other node reads (rewire its consumers first)."""
+        self._edits += 1
         users = self.consumers(name)
         if users:
             raise GraphValidationError(
@@ -176,6 +189,7 @@ class GraphView:
             self.ranks.pop(name, None)
 
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
+        self._edits += 1
         node = self._nodes[name]
         new = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
@@ -188,6 +202,7 @@ class GraphView:
 
     def add_input(self, name: str, ref: TensorRef | str) -> None:
         """Add an input; control inputs go last, data inputs before the first control input."""
+        self._edits += 1
         node = self._nodes[name]
         text = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
@@ -206,6 +221,7 @@ class GraphView:
         self.touched.add(name)
 
     def remove_input(self, name: str, index: int) -> None:
+        self._edits += 1
         node = self._nodes[name]
         producer = parse_input(node.input[index]).node
         if self._journal is not None:
@@ -227,6 +243,7 @@ class GraphView:
 
     def remove_nodes(self, names: Iterable[str]) -> None:
         """Remove several nodes at once; they may read each other, but no other node may read them."""
+        self._edits += 1
         gone = dict.fromkeys(names)
         for name in gone:
             outside = [user for user in self._consumers.get(name, ()) if user not in gone]
