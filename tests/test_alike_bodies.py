@@ -39,6 +39,16 @@ def keras_bn_training_graph():
     return graph.as_graph_def(), ["loss", train_op.name]
 
 
+def keras_bn_training_meta_graph():
+    """The same graph as Grappler gets it from a Session (it adds shapes to every function it hands over)."""
+    graph_def, fetch = keras_bn_training_graph()
+    with tf.Graph().as_default() as graph:
+        tf.graph_util.import_graph_def(graph_def, name="")
+        meta = _v1.train.export_meta_graph(graph=graph)
+    meta.collection_def["train_op"].node_list.value.extend(fetch)
+    return meta
+
+
 def rewrite(graph_def, fetch):
     options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "precision"})
     return run_pipeline(graph_def, options, ItemInfo(id="alike", fetch=tuple(fetch)), remember=False)
@@ -79,6 +89,35 @@ def test_alike_bodies_are_rewritten_as_if_each_were_worked_out_on_its_own(monkey
     assert stats[0] == stats[1] and stats[0]["function_bodies"] >= len(groups) + 3
 
 
+def test_alike_bodies_are_shared_in_the_graph_grappler_hands_over(monkeypatch):
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+    from tensorflow.python.grappler import tf_optimizer
+
+    config = config_pb2.ConfigProto()
+    rewrite_options = config.graph_options.rewrite_options
+    rewrite_options.min_graph_nodes = -1
+    rewrite_options.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrite_options.optimizers.append("NpuOptimizer")
+    custom = rewrite_options.custom_optimizers.add(name="NpuOptimizer")
+    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    custom.parameter_map["sim_passes"].s = b"precision"
+    meta = keras_bn_training_meta_graph()
+    handed = {f.signature.name: f for f in meta.graph_def.library.function}
+    worked_out = []
+    work = precision_pass.PrecisionPass._function
+    monkeypatch.setattr(precision_pass.PrecisionPass, "_function",
+                        staticmethod(lambda fdef, *rest: worked_out.append(fdef.signature.name) or work(fdef, *rest)))
+    shared = tf_optimizer.OptimizeGraph(config, meta)
+    shared_work = len(worked_out)
+    monkeypatch.setattr(precision_pass, "alike_key", lambda fdef, *context: fdef.signature.name.encode())
+    alone = tf_optimizer.OptimizeGraph(config, meta)
+    assert library(shared) == library(alone)
+    assert 0 < shared_work <= (len(worked_out) - shared_work) / 2, "alike bodies should be worked out once"
+    rounded = [f.signature.name for f in shared.library.function
+               if any("NpuSim" in node.name for node in f.node_def) and f.signature.name in handed]
+    assert len(rounded) >= 6, "the dense branches and their gradients should get round trips"
+
+
 def _function(name, args, shape_size, extra_node=None):
     fdef = function_pb2.FunctionDef()
     fdef.signature.name = name
@@ -99,6 +138,10 @@ def test_alike_key_ignores_names_and_shapes_and_nothing_else():
     one, two = _function("f_1", ["a"], 4), _function("f_2", ["b"], 16)
     assert alike_key(one) == alike_key(two)
     assert alike_key(one, True) != alike_key(two, False)
+    one.attr["_input_shapes"].list.shape.add().dim.add(size=4)  # what Grappler records on an item's function
+    two.attr["_input_shapes"].list.shape.add().dim.add(size=16)
+    one.signature.input_arg[0].handle_data.add(dtype=types_pb2.DT_FLOAT).shape.dim.add(size=4)
+    assert alike_key(one) == alike_key(two)
     other_op = _function("f_3", ["c"], 4)
     other_op.node_def[0].op = "Log"
     assert alike_key(other_op) != alike_key(one)
@@ -109,6 +152,7 @@ def test_alike_key_ignores_names_and_shapes_and_nothing_else():
 
 def test_renaming_gives_the_member_its_names_and_shapes():
     template, member = _function("f_1", ["a"], 4), _function("f_2", ["b"], 16)
+    template.attr["_input_shapes"].list.shape.add().dim.add(size=4)  # the member has none recorded
     rewritten = function_pb2.FunctionDef()
     rewritten.CopyFrom(template)
     cast = rewritten.node_def.add(name="a/NpuSimCast_0_float16", op="Cast", input=["a"])
@@ -116,6 +160,7 @@ def test_renaming_gives_the_member_its_names_and_shapes():
     rename = Renaming(["a"], member, {cast.name: "a"})
     result = rename.function(rewritten)
     assert result.signature == member.signature and result.arg_attr == member.arg_attr
+    assert result.attr == member.attr
     nodes = {node.name: node for node in result.node_def}
     assert nodes["b/NpuSimCast_0_float16"].input == ["b"]
     assert nodes["exp"].input == ["b/NpuSimCast_0_float16"]

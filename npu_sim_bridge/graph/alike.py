@@ -2,7 +2,8 @@
 
 Keras and tf.cond give every layer its own copies of the same branch and gradient functions. They
 differ only in the function's name, its argument names, the argument attrs (`_user_specified_name`,
-shapes) and the shape attrs of body nodes (`SHAPE_ATTRS`: `output_shapes`, ...): ResNet-50's training graph has
+shapes) and resource shapes, the shapes Grappler records on a function and the shape attrs of body nodes (`SHAPE_ATTRS`:
+`output_shapes`, ...): ResNet-50's training graph has
 318 functions and 6 bodies. A pass whose decisions read none of these (op types, dtypes, edges,
 devices and the other attrs) decides one body per `alike_key` and maps its rewrite onto the others
 with `Renaming`.
@@ -14,11 +15,13 @@ from collections.abc import Mapping, Sequence
 
 from tensorflow.core.framework import function_pb2
 
-__all__ = ["SHAPE_ATTRS", "alike_key", "Renaming"]
+__all__ = ["FUNCTION_SHAPE_ATTRS", "SHAPE_ATTRS", "alike_key", "Renaming"]
 
 
 # The node attrs that hold shapes (of outputs, of elements, of placeholders): what alike bodies may differ in.
 SHAPE_ATTRS = ("_output_shapes", "output_shapes", "shape", "shapes", "element_shape")
+# The function attrs that hold shapes (Grappler adds the shapes its item's arguments had).
+FUNCTION_SHAPE_ATTRS = ("_input_shapes",)
 
 
 def _split(text: str) -> tuple[str, str, str]:
@@ -37,7 +40,13 @@ def alike_key(fdef: function_pb2.FunctionDef, *context) -> bytes:
     for index, arg in enumerate(copy.signature.input_arg):
         positional[arg.name] = f"%{index}"
         arg.name = f"%{index}"
+        del arg.handle_data[:]
+    for arg in copy.signature.output_arg:
+        del arg.handle_data[:]
     copy.arg_attr.clear()
+    for name in FUNCTION_SHAPE_ATTRS:
+        if name in copy.attr:
+            del copy.attr[name]
     for node in copy.node_def:
         for position, text in enumerate(node.input):
             control, head, rest = _split(text)
@@ -78,12 +87,15 @@ class Renaming:
         return text if renamed is None else control + renamed + rest
 
     def function(self, rewritten: function_pb2.FunctionDef) -> function_pb2.FunctionDef | None:
-        """The member's FunctionDef from the template's `rewritten` one: the member's signature, argument
-        attrs and shape attrs, names renamed. None when a renamed node would take a name in use."""
+        """The member's FunctionDef from the template's `rewritten` one: the member's signature, function
+        and argument attrs and shape attrs, names renamed. None when a renamed node would take a name in use."""
         member_nodes = {node.name: node for node in self.member.node_def}
         result = function_pb2.FunctionDef()
         result.CopyFrom(rewritten)
         result.signature.CopyFrom(self.member.signature)
+        result.attr.clear()
+        for name, value in self.member.attr.items():
+            result.attr[name].CopyFrom(value)
         result.arg_attr.clear()
         for index, attrs in self.member.arg_attr.items():
             result.arg_attr[index].CopyFrom(attrs)
