@@ -76,7 +76,7 @@ class PrecisionModeError(UnsupportedGraphError, ConfigError):
     """The precision mode cannot be honoured for ops of this graph (must_keep_origin_dtype)."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Plan:
     """What the precision pass does with one node."""
 
