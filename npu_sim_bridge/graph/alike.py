@@ -2,11 +2,10 @@
 
 Keras and tf.cond give every layer its own copies of the same branch and gradient functions. They
 differ only in the function's name, its argument names, the argument attrs (`_user_specified_name`,
-shapes) and resource shapes, the shapes Grappler records on a function and the shape attrs of body nodes (`SHAPE_ATTRS`:
-`output_shapes`, ...): ResNet-50's training graph has
-318 functions and 6 bodies. A pass whose decisions read none of these (op types, dtypes, edges,
-devices and the other attrs) decides one body per `alike_key` and maps its rewrite onto the others
-with `Renaming`.
+shapes) and resource shapes, the shapes Grappler records on a function (`FUNCTION_SHAPE_ATTRS`) and
+the shape attrs of body nodes (`SHAPE_ATTRS`): ResNet-50's training graph has 318 functions and 6
+bodies. A pass whose decisions read none of these (op types, dtypes, edges, devices and the other
+attrs) decides one body per `alike_key` and maps its rewrite onto the others with `Renaming`.
 """
 
 from __future__ import annotations
