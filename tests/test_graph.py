@@ -227,6 +227,19 @@ def test_function_attrs_are_those_of_the_op_def():
     assert function_attrs("my_library_function") is None
 
 
+def test_called_by_names_the_functions_a_node_runs():
+    from npu_sim_bridge.graph.ports import called_by
+
+    if_node = node_def_pb2.NodeDef(name="cond", op="If")
+    if_node.attr["then_branch"].func.name = "yes"
+    if_node.attr["else_branch"].func.name = "no"
+    if_node.attr["_extra"].func.name = "not_called"  # not an attr of If's OpDef: the kernel never calls it
+    assert called_by(if_node, {}) == ["no", "yes"]
+    by_name = node_def_pb2.NodeDef(name="call", op="my_function")
+    by_name.attr["f"].func.name = "inner"  # an unregistered op: every func attr counts
+    assert called_by(by_name, {"my_function": None}) == ["my_function", "inner"]
+
+
 def test_the_order_validation_found_is_reused_until_the_graph_is_edited():
     view = GraphView(_graph(CHAIN))
     validate_graph(view)

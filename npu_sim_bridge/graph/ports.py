@@ -140,20 +140,52 @@ def expand_arg(node, spec: tuple, defaults: Mapping, strict: bool = True) -> lis
     return [Port(name, index, dtype, is_ref, attr) for index in range(count)]
 
 
+def port_key(node: node_def_pb2.NodeDef) -> tuple:
+    """The op of a registered op's node and the values of the attrs its ports depend on: nodes with
+    equal keys have the same ports (what caches of port answers key on)."""
+    attrs = node.attr
+    names = port_attrs(node.op)
+    if len(names) == 1 and names[0][1] == "type":  # the common case: one type attr, usually T
+        name = names[0][0]
+        return (node.op, attrs[name].type if name in attrs else None)
+    return (node.op, *[_attr_value(attrs, name, kind) for name, kind in names])
+
+
+@functools.lru_cache(maxsize=4096)
+def port_attrs(op: str) -> tuple[tuple[str, str], ...]:
+    """(attr name, "type" | "i" | "list") of the attrs the ports of registered op `op` depend on."""
+    _, inputs, outputs = _registered_spec(op)
+    names: list[tuple[str, str]] = []
+    for _, _, type_attr, number_attr, type_list_attr, _ in inputs + outputs:
+        for name, kind in ((type_attr, "type"), (number_attr, "i"), (type_list_attr, "list")):
+            if name and (name, kind) not in names:
+                names.append((name, kind))
+    return tuple(names)
+
+
+def _attr_value(attrs, name: str, kind: str):
+    if name not in attrs:
+        return None
+    value = attrs[name]
+    if kind == "type":
+        return value.type
+    if kind == "i":
+        return value.i
+    return tuple(value.list.type)
+
+
 def has_port_of_type(node: node_def_pb2.NodeDef, dtype: int,
                      library: Mapping[str, function_pb2.FunctionDef] | None = None) -> bool:
     """Whether an output or input of `node` carries `dtype` (or its ref type): what
     `output_ports(node) + input_ports(node)` would show, raising as they do, without building ports.
 
-    Cached for a registered op per the values of the attrs its ports depend on (nodes of one op type
-    mostly share them).
+    Cached for a registered op per `port_key` (nodes of one op type mostly share it).
     """
     spec = registered_spec(node.op)
     if spec is None:
         signature = _signature_or_error(node, library)
         return _carries(node, {}, arg_specs(signature.input_arg), arg_specs(signature.output_arg), dtype)
-    attrs, names = node.attr, _port_attrs(node.op)
-    key = (node.op, dtype, *[_attr_key(attrs[name]) if name in attrs else None for name in names])
+    key = (dtype, port_key(node))
     found = _carries_cache.get(key)
     if found is None:
         defaults, inputs, outputs = spec
@@ -162,29 +194,6 @@ def has_port_of_type(node: node_def_pb2.NodeDef, dtype: int,
 
 
 _carries_cache: dict[tuple, bool] = {}
-
-
-@functools.lru_cache(maxsize=4096)
-def _port_attrs(op: str) -> tuple[str, ...]:
-    """The attrs the ports of a registered op depend on (type, number and list(type) attrs of its args)."""
-    _, inputs, outputs = _registered_spec(op)
-    names: list[str] = []
-    for _, _, type_attr, number_attr, type_list_attr, _ in inputs + outputs:
-        for name in (type_attr, number_attr, type_list_attr):
-            if name and name not in names:
-                names.append(name)
-    return tuple(names)
-
-
-def _attr_key(value):
-    kind = value.WhichOneof("value")
-    if kind == "type":
-        return value.type
-    if kind == "i":
-        return value.i
-    if kind == "list":
-        return tuple(value.list.type)
-    return kind
 
 
 def _carries(node, defaults, inputs, outputs, dtype: int) -> bool:
@@ -204,6 +213,26 @@ def function_attrs(op: str) -> tuple[str, ...] | None:
     if op_def is None:
         return None
     return tuple(sorted(attr.name for attr in op_def.attr if attr.type in ("func", "list(func)")))
+
+
+def called_by(node: node_def_pb2.NodeDef, library: Mapping[str, function_pb2.FunctionDef]) -> list[str]:
+    """Names of the functions `node` calls: its op when that is a library function, then the
+    functions its func and list(func) attrs name (the OpDef's; every attr for an unregistered op)."""
+    names = [node.op] if node.op in library else []
+    attrs = node.attr
+    keys = function_attrs(node.op)
+    if keys is None:
+        keys = sorted(attrs)
+    for key in keys:
+        if key not in attrs:
+            continue
+        value = attrs[key]
+        kind = value.WhichOneof("value")
+        if kind == "func":
+            names.append(value.func.name)
+        elif kind == "list" and value.list.func:
+            names.extend(func.name for func in value.list.func)
+    return [name for name in names if name]
 
 
 def _arg_carries(node, spec: tuple, defaults: Mapping, dtype: int) -> bool:

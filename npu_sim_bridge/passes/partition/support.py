@@ -12,7 +12,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
     CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
-from npu_sim_bridge.graph.ports import function_attrs, has_port_of_type
+from npu_sim_bridge.graph.ports import called_by, has_port_of_type
 from npu_sim_bridge.passes.fusion.marks import fused_base_op
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
 from npu_sim_bridge.report.reasons import Reason, host
@@ -108,7 +108,7 @@ def string_op(node, ctx):
 
 def function_bodies(node, ctx):
     """A node that calls functions (While/If/PartitionedCall/a function by name) needs device-capable bodies."""
-    for function_name in _called_functions(node, ctx.functions):
+    for function_name in called_by(node, ctx.functions):
         reason = _function_verdict(function_name, ctx)
         if reason:
             return reason
@@ -217,26 +217,6 @@ def grappler_fused_parts(node) -> list[str]:
 # The names remapper writes in `fused_ops` that are not op types.
 _FUSED_OP_TYPES = {"LeakyRelu": "LeakyRelu", "GeluApproximate": "Gelu", "GeluExact": "Gelu",
                    "FusedBatchNorm": "FusedBatchNormV3"}
-
-
-def _called_functions(node, functions) -> list[str]:
-    names = []
-    if node.op in functions:
-        names.append(node.op)
-    attrs = node.attr
-    keys = function_attrs(node.op)
-    if keys is None:  # not a registered op: any func attr may name a function it calls
-        keys = sorted(attrs)
-    for key in keys:
-        if key not in attrs:
-            continue
-        value = attrs[key]
-        kind = value.WhichOneof("value")
-        if kind == "func":
-            names.append(value.func.name)
-        elif kind == "list" and value.list.func:
-            names.extend(func.name for func in value.list.func)
-    return [name for name in names if name]
 
 
 def _function_verdict(function_name: str, ctx: SupportContext) -> Reason | None:

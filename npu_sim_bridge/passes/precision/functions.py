@@ -16,6 +16,7 @@ from __future__ import annotations
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.graph.names import TensorRef, parse_input
+from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.precision import ports
@@ -27,21 +28,14 @@ def called_functions(nodes, functions) -> list[str]:
     if not functions:
         return found
     for node in nodes:
-        if node.op in functions and node.op not in found:
-            found.append(node.op)
-        if node.op not in CALLING_OPS:
+        if node.op not in CALLING_OPS and node.op not in functions:
             continue
-        for key in sorted(node.attr):
-            value = node.attr[key]
-            kind = value.WhichOneof("value")
-            names = []
-            if kind == "func":
-                names = [value.func.name]
-            elif kind == "list" and value.list.func:
-                names = [f.name for f in value.list.func]
-            for name in names:
-                if name in functions and name not in found:
-                    found.append(name)
+        calls = called_by(node, functions)
+        if node.op not in CALLING_OPS:
+            calls = calls[:1]  # a function called by name: its own attrs name no other call
+        for name in calls:
+            if name in functions and name not in found:
+                found.append(name)
     return found
 
 

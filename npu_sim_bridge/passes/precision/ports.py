@@ -68,62 +68,24 @@ def _expand(node, spec, defaults) -> list[Port]:
     return ports
 
 
-_templates: dict[str, tuple | None] = {}
-_signatures: dict[tuple, Signature] = {}
-
-
-def _template(op: str):
-    """(attr defaults, input specs, output specs, [(attr name, kind)] of the attrs its ports depend on), or None
-    when the op is not registered."""
-    if op not in _templates:
-        spec = graph_ports.registered_spec(op)
-        if spec is None:
-            _templates[op] = None
-        else:
-            defaults, inputs, outputs = spec
-            names: list[tuple[str, str]] = []
-            for _, _, type_attr, number_attr, type_list_attr, _ in inputs + outputs:
-                for name, kind in ((type_attr, "type"), (number_attr, "i"), (type_list_attr, "list")):
-                    if name and (name, kind) not in names:
-                        names.append((name, kind))
-            _templates[op] = (defaults, inputs, outputs, tuple(names))
-    return _templates[op]
-
-
-def _key_part(attrs, name: str, kind: str):
-    if name not in attrs:
-        return None
-    value = attrs[name]
-    if kind == "type":
-        return value.type
-    if kind == "i":
-        return value.i
-    return tuple(value.list.type)
-
-
 def signature(node, functions=None) -> Signature:
     """Ports of `node`; `functions` maps function names of the graph library to FunctionDefs.
 
-    Cached per op type and the values of the attrs the ports depend on.
+    Cached per `graph.ports.port_key`: the op type and the values of the attrs the ports depend on.
     """
     op = node.op
-    template = _templates[op] if op in _templates else _template(op)
-    if template is not None:
-        defaults, input_specs, output_specs, names = template
-        attrs = node.attr
-        if len(names) == 1 and names[0][1] == "type":  # the common case: one type attr, usually T
-            name = names[0][0]
-            key = (op, attrs[name].type if name in attrs else None)
-        else:
-            key = (op,) + tuple([_key_part(attrs, name, kind) for name, kind in names])
+    spec = graph_ports.registered_spec(op)
+    if spec is not None:
+        key = graph_ports.port_key(node)
         cached = _signatures.get(key)
         if cached is None:
+            defaults, input_specs, output_specs = spec
             inputs: list[Port] = []
-            for spec in input_specs:
-                inputs.extend(_expand(node, spec, defaults))
+            for arg in input_specs:
+                inputs.extend(_expand(node, arg, defaults))
             outputs: list[Port] = []
-            for spec in output_specs:
-                outputs.extend(_expand(node, spec, defaults))
+            for arg in output_specs:
+                outputs.extend(_expand(node, arg, defaults))
             cached = _signatures[key] = Signature.of(inputs, outputs)
         return cached
     if functions and op in functions:
@@ -131,6 +93,9 @@ def signature(node, functions=None) -> Signature:
         return Signature.of([Port(a.name, 0, base_dtype(a.type)) for a in sig.input_arg],
                             [Port(a.name, 0, base_dtype(a.type)) for a in sig.output_arg])
     return UNKNOWN
+
+
+_signatures: dict[tuple, Signature] = {}
 
 
 def type_attr_dtype(node, attr: str, index: int | None) -> int | None:
