@@ -1,5 +1,7 @@
 """GraphView indexes under mutation, validation errors, and topological order."""
 
+import re
+
 import pytest
 import tensorflow as tf
 from google.protobuf import text_format
@@ -136,6 +138,29 @@ def test_topological_order_respects_every_edge(edges):
     for node in graph_def.node:
         for text in node.input:
             assert position[parse_input(text).node] < position[node.name]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=20), max_size=3), min_size=1, max_size=20),
+       st.booleans(), st.randoms(use_true_random=False))
+def test_the_view_orders_as_kahn_does_in_any_graphdef_order(edges, keep_order, rng):
+    """Graphs already in topological order (as TensorFlow writes them) take the view's one-sweep path;
+    any other order, and a cycle (edges to later nodes make them), must come out as plain Kahn's does."""
+    graph_def = graph_pb2.GraphDef()
+    for index, inputs in enumerate(edges):
+        node = graph_def.node.add(name=f"n{index}", op="AddN")
+        node.input.extend(f"n{j}" for j in inputs if j < len(edges))
+    if not keep_order:
+        nodes = list(graph_def.node)
+        rng.shuffle(nodes)
+        graph_def = graph_pb2.GraphDef(node=nodes)
+    try:
+        expected = topological_order(graph_def)
+    except GraphValidationError as err:
+        with pytest.raises(GraphValidationError, match=re.escape(str(err))):
+            topological_order(GraphView(graph_def))
+        return
+    assert topological_order(GraphView(graph_def)) == expected
 
 
 def test_checks_after_edits_catch_a_new_cycle_and_a_missing_input():
