@@ -122,6 +122,37 @@ def test_entry_turns_errors_into_a_failing_graph_once():
             sess.run("y:0", {"x:0": [1.0, 2.0]})
 
 
+class _EditThenBoom(GraphPass):
+    name = "edit_then_boom"
+
+    def run(self, ctx):
+        ctx.view.node("y").op = "Neg"
+        raise ValueError("kaboom after an edit")
+
+
+def test_entry_builds_the_failing_graph_from_the_graph_as_it_came(passes):
+    """The pipeline edits the graph Grappler handed over in place: a pass failing half-way must not leave
+    its edits in the graph that carries the error (it holds the user's graph plus the failing Assert)."""
+    passes(_EditThenBoom)
+    original = _graph_def()
+    failing = graph_pb2.GraphDef.FromString(entry.optimize(
+        "tf_graph", original.SerializeToString(), ["y:0"], [], ["y"], _config_bytes()))
+    assert any(node.name.startswith(entry.ERROR_SCOPE + "/") for node in failing.node)
+    kept = {node.name: node.op for node in failing.node if not node.name.startswith(entry.ERROR_SCOPE + "/")}
+    assert kept == {node.name: node.op for node in original.node}
+
+
+def test_a_report_shows_the_graph_as_it_came_when_grappler_hands_it_over(tmp_path):
+    """With the bytes Grappler gave, the pipeline edits the parsed graph in place; the report's
+    'before' picture must still be the input graph."""
+    original = _graph_def()
+    entry.optimize("tf_graph", original.SerializeToString(), ["y:0"], ["x"], ["x", "y"],
+                   _config_bytes(precision_mode="allow_mix_precision", sim_report_dir=str(tmp_path)))
+    before = next(tmp_path.glob("*.before.pbtxt"))
+    from google.protobuf import text_format
+    assert text_format.Parse(before.read_text(), graph_pb2.GraphDef()) == original
+
+
 def test_pipeline_is_idempotent_on_a_model_with_control_flow_and_functions():
     """What lets a later Grappler iteration hand the graph back untouched: running the passes again
     over their own output (BN behind a training flag, a cond dropout, GeOp bodies) changes nothing."""

@@ -35,6 +35,7 @@ OPTIONS_ATTR = "_npu_sim_options"
 FALLBACK_MESSAGE = (ERROR_PREFIX + "the rewrite failed and its error could not be turned into a message "
                     "(see the log); the graph is not run")
 _RESULT_OPS = frozenset({"_Retval", "_DeviceRetval"})
+_FUNCTION_EDGE_OPS = frozenset({"_Arg", "_Retval"})  # what marks a function item (not the _Device* forms)
 
 _failures_lock = threading.Lock()
 _failures: list[str] = []
@@ -56,9 +57,10 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
     graph_def = None
     try:
         graph_def = graph_pb2.GraphDef.FromString(graph_bytes)
-        if any(node.name.startswith(ERROR_SCOPE + "/") for node in graph_def.node):
+        facts = _GraphFacts.of(graph_def)
+        if facts.error_graph:
             return graph_bytes  # already turned into an error graph by the first iteration
-        message = _rewrite_or_message(item_id, graph_bytes, graph_def, fetch, feed, preserve, config_bytes)
+        message = _rewrite_or_message(item_id, graph_bytes, graph_def, facts, fetch, feed, preserve, config_bytes)
         if isinstance(message, bytes):
             return message
     except KeyboardInterrupt:
@@ -69,6 +71,7 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
     _remember_failure(message)
     if graph_def is None:  # the bytes did not parse: the shim builds the failing graph from its own copy
         raise RuntimeError(message)
+    graph_def = graph_pb2.GraphDef.FromString(graph_bytes)  # as it came: the pipeline edits its graph in place
     try:
         return failing_graph(graph_def, fetch, message).SerializeToString()
     except Exception:  # noqa: BLE001 - the message itself may be what fails; the fixed one cannot
@@ -76,8 +79,13 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
         return failing_graph(graph_def, fetch, FALLBACK_MESSAGE).SerializeToString()
 
 
-def _rewrite_or_message(item_id, graph_bytes, graph_def, fetch, feed, preserve, config_bytes) -> bytes | str:
-    """The rewritten graph's bytes, or the message the failing graph must carry."""
+def _rewrite_or_message(item_id, graph_bytes, graph_def, facts, fetch, feed, preserve,
+                        config_bytes) -> bytes | str:
+    """The rewritten graph's bytes, or the message the failing graph must carry.
+
+    `graph_def` is `graph_bytes` parsed; the pipeline edits it in place (it has the bytes for the
+    graph as it came).
+    """
     try:
         from npu_sim_bridge.config import parse_parameter_map
         from npu_sim_bridge.passes import ItemInfo, run_pipeline
@@ -87,13 +95,13 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, fetch, feed, preserve, 
         _check_name(config.name)
         options = parse_parameter_map(config.parameter_map)
         digest = _options_digest(config)
-        _check_single_entry(graph_def, digest)
+        _check_single_entry(facts.digests, digest)
         item = ItemInfo(id=item_id, fetch=tuple(fetch), feed=tuple(feed),
-                        preserve=frozenset(preserve), is_function=_is_function_item(item_id, graph_def))
+                        preserve=frozenset(preserve), is_function=facts.function_item)
         if nothing_new(graph_def, item):  # a body rewritten with its caller, or a later iteration
             logger.debug("NpuOptimizer: %s holds nothing it has not rewritten already", item_id)
             return graph_bytes
-        rewritten = run_pipeline(graph_def, options, item).graph_def
+        rewritten = run_pipeline(graph_def, options, item, source_bytes=graph_bytes).graph_def
         if rewritten.node:
             rewritten.node[0].attr[OPTIONS_ATTR].s = digest.encode("ascii")
         return rewritten.SerializeToString()
@@ -123,14 +131,12 @@ def _options_digest(config) -> str:
     return digest.hexdigest()[:16]
 
 
-def _check_single_entry(graph_def, digest: str) -> None:
-    for node in graph_def.node:
-        earlier = node.attr.get(OPTIONS_ATTR)
-        if earlier is not None and earlier.s.decode("ascii", "replace") != digest:
-            raise ConfigError(
-                "this graph was already rewritten by another NpuOptimizer entry with different options: the "
-                "ConfigProto names NpuOptimizer more than once in graph_options.rewrite_options.custom_optimizers, "
-                "and TensorFlow runs each entry on the graph in turn; keep one NpuOptimizer entry with all options")
+def _check_single_entry(earlier_digests: set[str], digest: str) -> None:
+    if earlier_digests - {digest}:
+        raise ConfigError(
+            "this graph was already rewritten by another NpuOptimizer entry with different options: the "
+            "ConfigProto names NpuOptimizer more than once in graph_options.rewrite_options.custom_optimizers, "
+            "and TensorFlow runs each entry on the graph in turn; keep one NpuOptimizer entry with all options")
 
 
 def _internal_error(item_id: str, err: BaseException) -> str:
@@ -148,8 +154,30 @@ def _remember_failure(message: str) -> None:
         del _failures[:-64]
 
 
-def _is_function_item(item_id: str, graph_def: graph_pb2.GraphDef) -> bool:
-    return any(node.op in ("_Arg", "_Retval") for node in graph_def.node)
+class _GraphFacts:
+    """What the entry needs to know about a graph before rewriting it, from one sweep over its nodes."""
+
+    __slots__ = ("error_graph", "function_item", "digests")
+
+    def __init__(self, error_graph: bool, function_item: bool, digests: set[str]):
+        self.error_graph = error_graph      # a failing graph made by an earlier iteration
+        self.function_item = function_item  # a function body (Grappler's _Arg/_Retval nodes)
+        self.digests = digests              # the option digests earlier NpuOptimizer runs left
+
+    @classmethod
+    def of(cls, graph_def: graph_pb2.GraphDef) -> "_GraphFacts":
+        error_graph = function_item = False
+        digests: set[str] = set()
+        error_prefix = ERROR_SCOPE + "/"
+        for node in graph_def.node:
+            if node.op in _FUNCTION_EDGE_OPS:
+                function_item = True
+            if node.name.startswith(error_prefix):
+                error_graph = True
+            earlier = node.attr.get(OPTIONS_ATTR)
+            if earlier is not None:
+                digests.add(earlier.s.decode("ascii", "replace"))
+        return cls(error_graph, function_item, digests)
 
 
 def failing_graph(graph_def: graph_pb2.GraphDef, fetch: list[str], message: str) -> graph_pb2.GraphDef:
