@@ -41,9 +41,10 @@ from npu_sim_bridge.errors import ConfigError, UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (CALLING_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS,
                                                  PASS_THROUGH_OPS)
+from npu_sim_bridge.graph.ports import port_key, registered_spec
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
-from npu_sim_bridge.passes.precision.marks import ORIG_PREFIX, is_inserted_conversion
+from npu_sim_bridge.passes.precision.marks import CONVERSION_OPS, ORIG_PREFIX, is_inserted_conversion
 
 FP32, FP16, BF16 = types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16
 
@@ -95,6 +96,13 @@ class Plan:
     cube_split: bool = False          # cube_fp16in_fp32out: float16 inputs, float32 output
     port_votes: list | None = None    # IdentityN: per element
     port_npu: list | None = None
+
+    def copy_as(self, name: str) -> "Plan":
+        """A fresh plan for node `name` with this plan's decision (nothing mutable shared)."""
+        return Plan(name, self.op, self.role, self.sig, self.attrs, self.orig, self.colour, self.rule, self.npu,
+                    self.reason, self.vote, self.follows, self.cube_split,
+                    None if self.port_votes is None else list(self.port_votes),
+                    None if self.port_npu is None else list(self.port_npu))
 
     def npu_of_port(self, port: int) -> int | None:
         if self.port_npu is not None:
@@ -166,6 +174,10 @@ class Decider:
         self.plans: dict[str, Plan] = {}
         self.edges: dict[str, list] = {}
         self.must_keep_failures: list[tuple[str, str, int]] = []
+        # Nodes decided by their name or their own attrs, never from a template (see _classify).
+        self._named_nodes = self.fed | self.fetched | self.preserved | self.host
+        # port key -> (the plan of the first node with that key, whether it failed must_keep_origin_dtype)
+        self._templates: dict[tuple, tuple[Plan, bool]] = {}
 
     # ----------------------------------------------------------------- driver
     def run(self) -> dict[str, Plan]:
@@ -181,9 +193,38 @@ class Decider:
 
     # --------------------------------------------------------- classification
     def _classify(self, node) -> Plan | None:
+        """The node's plan. Nodes of a registered op with equal port keys (op type and the attrs its
+        ports depend on: its dtypes) get the same decision unless their name (fed, fetched, preserved,
+        host) or their own marks (keep_dtype, an earlier run's) say otherwise: the first is worked out
+        and the others copy it."""
         sig = ports.signature(node, self.functions)
         if not sig.has_float:
             return None
+        key = self._template_key(node, sig)
+        if key is None:
+            return self._classify_node(node, sig)
+        found = self._templates.get(key)
+        if found is None:
+            failures = len(self.must_keep_failures)
+            plan = self._classify_node(node, sig)
+            self._templates[key] = plan, len(self.must_keep_failures) > failures
+            return plan
+        template, failed = found
+        if failed:
+            self.must_keep_failures.append((template.op, node.name, template.orig))
+        return template.copy_as(node.name)
+
+    def _template_key(self, node, sig) -> tuple | None:
+        """The node's port key when its plan may be copied from another node's, else None."""
+        op = node.op
+        if node.name in self._named_nodes or op in CONVERSION_OPS or op in self.functions:
+            return None
+        attrs = node.attr
+        if KEEP_DTYPE_ATTR in attrs or any(ORIG_PREFIX + attr in attrs for attr in sig.float_attrs):
+            return None
+        return port_key(node) if registered_spec(op) is not None else None
+
+    def _classify_node(self, node, sig) -> Plan:
         plan = Plan(node.name, node.op, SOURCE, sig)
         self._set_attrs(node, plan)
         keeps = _KEEPS.get(plan.orig, "keeps its dtype")
