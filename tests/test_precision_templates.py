@@ -70,7 +70,7 @@ def _outcome(graph_def, item, mode, execution="emulate"):
 def test_copied_plans_rewrite_as_deciding_each_node_does(name, mode, monkeypatch):
     graph_def, item = GRAPHS[name]
     copied = _outcome(graph_def, item, mode)
-    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, node, sig: None)
+    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, node: None)
     alone = _outcome(graph_def, item, mode)
     assert copied[0] == alone[0]
     assert copied[1] == alone[1]
@@ -84,7 +84,7 @@ def test_a_rewritten_graph_given_again_decides_as_deciding_each_node_does(name, 
     graph_def, item = GRAPHS[name]
     first, _ = _outcome(graph_def, item, "allow_mix_precision", execution)
     copied = _outcome(first, item, "allow_mix_precision", execution)
-    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, node, sig: None)
+    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, node: None)
     assert copied == _outcome(first, item, "allow_mix_precision", execution)
 
 

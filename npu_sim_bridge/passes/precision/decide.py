@@ -41,7 +41,7 @@ from npu_sim_bridge.errors import ConfigError, UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (CALLING_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS,
                                                  PASS_THROUGH_OPS)
-from npu_sim_bridge.graph.ports import port_key, registered_spec
+from npu_sim_bridge.graph.ports import port_attrs, port_key, registered_spec
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
 from npu_sim_bridge.passes.precision.marks import CONVERSION_OPS, ORIG_PREFIX, is_inserted_conversion
@@ -67,6 +67,7 @@ FUSED_BASE = FUSED_BASE_OPS
 _FIXED_ATTRS = {"FusedBatchNorm": ("U",), "FusedBatchNormV2": ("U",), "FusedBatchNormV3": ("U",),
                 "FusedBatchNormGradV2": ("U",), "FusedBatchNormGradV3": ("U",), "_FusedBatchNormEx": ("U",)}
 _NEVER_RETYPED = frozenset({"Cast", "Bitcast"})
+_UNSEEN = object()  # a port key no node had yet
 _VARIABLE_KINDS = ("variable", "container")
 
 _KEEPS = {FP32: "keeps float32", FP16: "keeps float16", BF16: "keeps bfloat16"}
@@ -193,36 +194,43 @@ class Decider:
 
     # --------------------------------------------------------- classification
     def _classify(self, node) -> Plan | None:
-        """The node's plan. Nodes of a registered op with equal port keys (op type and the attrs its
-        ports depend on: its dtypes) get the same decision unless their name (fed, fetched, preserved,
-        host) or their own marks (keep_dtype, an earlier run's) say otherwise: the first is worked out
-        and the others copy it."""
-        sig = ports.signature(node, self.functions)
-        if not sig.has_float:
-            return None
-        key = self._template_key(node, sig)
+        """The node's plan, or None for a node without float ports.
+
+        Nodes of a registered op with equal port keys (op type and the attrs its ports depend on: its
+        dtypes) get the same decision unless their name (fed, fetched, preserved, host) or their own
+        marks (keep_dtype, an earlier run's) say otherwise: the first is worked out, the others copy it.
+        """
+        key = self._template_key(node)
         if key is None:
-            return self._classify_node(node, sig)
-        found = self._templates.get(key)
-        if found is None:
+            sig = ports.signature(node, self.functions)
+            return self._classify_node(node, sig) if sig.has_float else None
+        found = self._templates.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            sig = ports.signature(node, self.functions)
+            if not sig.has_float:
+                self._templates[key] = None
+                return None
             failures = len(self.must_keep_failures)
             plan = self._classify_node(node, sig)
             self._templates[key] = plan, len(self.must_keep_failures) > failures
             return plan
+        if found is None:
+            return None
         template, failed = found
         if failed:
             self.must_keep_failures.append((template.op, node.name, template.orig))
         return template.copy_as(node.name)
 
-    def _template_key(self, node, sig) -> tuple | None:
+    def _template_key(self, node) -> tuple | None:
         """The node's port key when its plan may be copied from another node's, else None."""
         op = node.op
-        if node.name in self._named_nodes or op in CONVERSION_OPS or op in self.functions:
+        if node.name in self._named_nodes or op in CONVERSION_OPS or op in self.functions \
+                or registered_spec(op) is None:
             return None
         attrs = node.attr
-        if KEEP_DTYPE_ATTR in attrs or any(ORIG_PREFIX + attr in attrs for attr in sig.float_attrs):
+        if KEEP_DTYPE_ATTR in attrs or any(ORIG_PREFIX + name in attrs for name, _ in port_attrs(op)):
             return None
-        return port_key(node) if registered_spec(op) is not None else None
+        return port_key(node)
 
     def _classify_node(self, node, sig) -> Plan:
         plan = Plan(node.name, node.op, SOURCE, sig)
