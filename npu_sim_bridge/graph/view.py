@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
+from npu_sim_bridge.graph import control_hubs
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
 
 
@@ -36,7 +37,9 @@ class EditJournal:
 class GraphView:
     """Indexed, mutable view of one GraphDef (which it owns and edits in place)."""
 
-    def __init__(self, graph_def: graph_pb2.GraphDef):
+    def __init__(self, graph_def: graph_pb2.GraphDef, gather_control_inputs: bool = False):
+        """With `gather_control_inputs`, control inputs many nodes share are gathered behind hubs as the
+        view is built (see graph.control_hubs; `hubs` lists them), before the edges are indexed."""
         self._graph_def = graph_def
         self._removed: set[str] = set()
         # Validation state: a topological rank per node from the last full check, and the nodes added
@@ -46,7 +49,8 @@ class GraphView:
         self._journal: EditJournal | None = None
         self._edits = 0  # mutations so far: a remembered topological order holds while this stays
         self._order_memo: tuple[int, list[str]] | None = None
-        self._reindex()
+        self.hubs: list[control_hubs.Hub] = []
+        self._reindex(gather_control_inputs)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -292,7 +296,7 @@ class GraphView:
         return self._graph_def
 
     # -------------------------------------------------------------- internals
-    def _reindex(self) -> None:
+    def _reindex(self, gather_control_inputs: bool = False) -> None:
         self._nodes: dict[str, node_def_pb2.NodeDef] = {}
         self._inputs: dict[str, list[str]] = {}
         self._order: dict[str, None] = {}  # live names in GraphDef order (a dict: O(1) delete)
@@ -310,11 +314,28 @@ class GraphView:
         if duplicates:
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(set(duplicates))[:10]))
+        if gather_control_inputs:
+            self._gather(control_hubs.plan_hubs(self._inputs, lambda name: self._nodes[name].op))
         consumers = self._consumers
         for name, inputs in self._inputs.items():  # _link inlined: this loop sees every edge
             for text in inputs:
                 edges = consumers[parse_input(text).node]
                 edges[name] = edges.get(name, 0) + 1
+
+    def _gather(self, hubs: list[control_hubs.Hub]) -> None:
+        """Add the hubs (on the device of their first reader) and point their readers at them."""
+        for hub in hubs:
+            for reader in hub.readers:
+                node, keep = self._nodes[reader], len(self._inputs[reader]) - len(hub.inputs)
+                del node.input[keep:]
+                node.input.append("^" + hub.name)
+                self._inputs[reader] = self._inputs[reader][:keep] + ["^" + hub.name]
+            stored = self._graph_def.node.add()
+            stored.CopyFrom(hub.node(self._nodes[hub.readers[0]].device))
+            self._nodes[hub.name] = stored
+            self._inputs[hub.name] = list(hub.inputs)
+            self._order[hub.name] = None
+        self.hubs = hubs
 
     def _link(self, producer: str, consumer: str) -> None:
         edges = self._consumers[producer]
