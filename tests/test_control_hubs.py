@@ -53,6 +53,20 @@ def test_shared_control_inputs_get_one_hub_that_the_readers_wait_on():
     assert all(order.index(f"c{i}") < order.index(hub.name) < order.index("r0") for i in range(5))
 
 
+def test_a_graph_in_topological_order_stays_so_in_the_views_order(monkeypatch):
+    """The hub is appended to the GraphDef, but the view orders it before its first reader: ordering a graph
+    TensorFlow wrote (already topological) still takes the one sweep, not Kahn's queue."""
+    from npu_sim_bridge.graph import validate
+
+    graph_def = _graph(_shared(["r0", "r1", "r2"], ["c0", "c1", "c2", "c3"]) + '\nnode { name: "z" op: "Identity" input: "r2" }')
+    view = GraphView(graph_def, gather_control_inputs=True)
+    assert graph_def.node[-1].name == view.hubs[0].name
+    monkeypatch.setattr(validate, "_kahn", lambda *args: pytest.fail("Kahn's queue ran"))
+    order = topological_order(view)
+    assert order == [name for name, _, _ in view.records()]
+    assert order.index("c3") < order.index(view.hubs[0].name) == order.index("r0") - 1
+
+
 @pytest.mark.parametrize("text, why", [
     (_shared(["r0"], ["c0", "c1", "c2", "c3"]), "one reader"),
     (_shared(["r0", "r1"], ["c0", "c1", "c2"]), "three control inputs"),

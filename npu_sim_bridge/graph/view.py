@@ -72,7 +72,8 @@ class GraphView:
         return (node for node in self._graph_def.node if node.name not in removed)
 
     def records(self) -> list[tuple[str, str, list[str]]]:
-        """(name, op, input strings) of every live node in GraphDef order, from the index.
+        """(name, op, input strings) of every live node in GraphDef order (a hub just before its first
+        reader), from the index.
 
         Cheap: the inputs are kept as Python strings, so validation and ordering need not read
         the protobuf back.
@@ -299,7 +300,7 @@ class GraphView:
     def _reindex(self, gather_control_inputs: bool = False) -> None:
         self._nodes: dict[str, node_def_pb2.NodeDef] = {}
         self._inputs: dict[str, list[str]] = {}
-        self._order: dict[str, None] = {}  # live names in GraphDef order (a dict: O(1) delete)
+        self._order: dict[str, None] = {}  # live names in GraphDef order, hubs aside (a dict: O(1) delete)
         self._consumers: dict[str, dict[str, int]] = defaultdict(dict)
         duplicates = []
         for node in self._graph_def.node:
@@ -323,7 +324,21 @@ class GraphView:
                 edges[name] = edges.get(name, 0) + 1
 
     def _gather(self, hubs: list[control_hubs.Hub]) -> None:
-        """Add the hubs (on the device of their first reader) and point their readers at them."""
+        """Add the hubs (on the device of their first reader) and point their readers at them.
+
+        A hub is appended to the GraphDef, but the index orders it just before its first reader, so that
+        a graph whose edges ran forward still does in the view's order (see graph.validate).
+        """
+        if not hubs:
+            return
+        before = {hub.readers[0]: hub.name for hub in hubs}  # readers come in GraphDef order
+        order: dict[str, None] = {}
+        for name in self._order:
+            hub_name = before.get(name)
+            if hub_name is not None:
+                order[hub_name] = None
+            order[name] = None
+        self._order = order
         for hub in hubs:
             for reader in hub.readers:
                 node, keep = self._nodes[reader], len(self._inputs[reader]) - len(hub.inputs)
@@ -334,7 +349,6 @@ class GraphView:
             stored.CopyFrom(hub.node(self._nodes[hub.readers[0]].device))
             self._nodes[hub.name] = stored
             self._inputs[hub.name] = list(hub.inputs)
-            self._order[hub.name] = None
         self.hubs = hubs
 
     def _link(self, producer: str, consumer: str) -> None:
