@@ -275,6 +275,7 @@ def test_the_order_validation_found_is_reused_until_the_graph_is_edited():
     # d is added after c in the GraphDef but now feeds b: the order must change with the edit.
     view.add_node(node_def_pb2.NodeDef(name="d", op="Identity", input=["a"]))
     view.set_input("b", 0, TensorRef("d", 0))
+    assert view.names() == ["a", "b", "c", "d"]  # the index order: GraphDef order
     assert topological_order(view) == ["a", "d", "b", "c"]
     view.remove_input("c", 2)  # drops ^b: an edit that adds no node and touches no rank
     view.set_input("c", 0, TensorRef("d", 0))

@@ -71,6 +71,10 @@ class GraphView:
         removed = self._removed
         return (node for node in self._graph_def.node if node.name not in removed)
 
+    def names(self) -> list[str]:
+        """Names of the live nodes in the index order (`records`' order), from the index."""
+        return list(self._order)
+
     def records(self) -> list[tuple[str, str, list[str]]]:
         """(name, op, input strings) of every live node in GraphDef order (a hub just before its first
         reader), from the index.

@@ -126,9 +126,8 @@ class Rewriter:
                    (plan.cube_split and self._changeable(plan, p)) for p in plan.sig.inputs + plan.sig.outputs):
                 dirty.add(name)
                 dirty.update(self.view.consumers(name))
-        for node in list(self.view.nodes()):
-            if node.name in dirty:
-                self._convert_inputs(node)
+        for name in [name for name in self.view.names() if name in dirty]:
+            self._convert_inputs(self.view.node(name))
         dirty.update(name for name, *_ in self.inserted)
 
     def check_types(self) -> None:

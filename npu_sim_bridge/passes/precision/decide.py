@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 
 from tensorflow.core.framework import types_pb2
 
@@ -154,6 +155,15 @@ def mode_info(options) -> ModeInfo:
                     mode_key=key, mode_text=text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _marks_that_decide(op: str) -> tuple[str, ...] | None:
+    """The attrs whose presence makes a node of `op` decide on its own (keep_dtype, the original dtypes an
+    earlier run recorded); None for ops whose nodes always do (conversions, unregistered ops)."""
+    if op in CONVERSION_OPS or registered_spec(op) is None:
+        return None
+    return (KEEP_DTYPE_ATTR, *(ORIG_PREFIX + name for name, _ in port_attrs(op)))
+
+
 def name_of(dtype: int | None) -> str | None:
     return ports.dtype_name(dtype) if dtype is not None else None
 
@@ -224,12 +234,13 @@ class Decider:
     def _template_key(self, node) -> tuple | None:
         """The node's port key when its plan may be copied from another node's, else None."""
         op = node.op
-        if node.name in self._named_nodes or op in CONVERSION_OPS or op in self.functions \
-                or registered_spec(op) is None:
+        marks = _marks_that_decide(op)
+        if marks is None or op in self.functions or node.name in self._named_nodes:
             return None
         attrs = node.attr
-        if KEEP_DTYPE_ATTR in attrs or any(ORIG_PREFIX + name in attrs for name, _ in port_attrs(op)):
-            return None
+        for mark in marks:
+            if mark in attrs:
+                return None
         return port_key(node)
 
     def _classify_node(self, node, sig) -> Plan:
