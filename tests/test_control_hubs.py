@@ -67,6 +67,35 @@ def test_a_graph_in_topological_order_stays_so_in_the_views_order(monkeypatch):
     assert order.index("c3") < order.index(view.hubs[0].name) == order.index("r0") - 1
 
 
+def test_a_node_holding_the_shared_run_among_other_control_inputs_waits_on_the_hub_for_it():
+    """The gradient tuples' NoOps wait on the update ops and on one or two more: the run of shared control
+    inputs goes behind the hub, the others stay. A run that is not contiguous is left as it is."""
+    controls = ["c0", "c1", "c2", "c3"]
+    run = " ".join(f'input: "^{c}"' for c in controls)
+    text = "\n".join([
+        'node { name: "x" op: "Placeholder" }',
+        'node { name: "y" op: "NoOp" }',
+        *[f'node {{ name: "{c}" op: "NoOp" }}' for c in controls],
+        f'node {{ name: "early" op: "Identity" input: "x" input: "^y" {run} }}',  # before the run, first in the graph
+        f'node {{ name: "r0" op: "Identity" input: "x" {run} }}',
+        f'node {{ name: "r1" op: "Identity" input: "x" {run} }}',
+        f'node {{ name: "late" op: "NoOp" {run} input: "^y" }}',  # after the run
+        'node { name: "apart" op: "NoOp" input: "^c0" input: "^y" input: "^c1" input: "^c2" input: "^c3" }',
+    ])
+    graph_def = _graph(text)
+    before = _edges(graph_def)
+    view = GraphView(graph_def, gather_control_inputs=True)
+    [hub] = view.hubs
+    assert hub.readers == ("early", "r0", "r1", "late")
+    assert view.input_texts("early") == ["x", "^y", "^" + hub.name]
+    assert view.input_texts("late") == ["^y", "^" + hub.name]
+    assert list(view.node("late").input) == ["^y", "^" + hub.name]
+    assert view.input_texts("apart") == ["^c0", "^y", "^c1", "^c2", "^c3"]
+    assert before - _edges(view.to_graph_def()) == hub.edges_saved == 4 * 3 - 4
+    order = topological_order(view)
+    assert order.index(hub.name) == order.index("early") - 1
+
+
 @pytest.mark.parametrize("text, why", [
     (_shared(["r0"], ["c0", "c1", "c2", "c3"]), "one reader"),
     (_shared(["r0", "r1"], ["c0", "c1", "c2"]), "three control inputs"),

@@ -344,11 +344,12 @@ class GraphView:
             order[name] = None
         self._order = order
         for hub in hubs:
-            for reader in hub.readers:
-                node, keep = self._nodes[reader], len(self._inputs[reader]) - len(hub.inputs)
-                del node.input[keep:]
+            count = len(hub.inputs)
+            for reader, start in zip(hub.readers, hub.starts):
+                node, texts = self._nodes[reader], self._inputs[reader]
+                del node.input[start:start + count]
                 node.input.append("^" + hub.name)
-                self._inputs[reader] = self._inputs[reader][:keep] + ["^" + hub.name]
+                self._inputs[reader] = texts[:start] + texts[start + count:] + ["^" + hub.name]
             stored = self._graph_def.node.add()
             stored.CopyFrom(hub.node(self._nodes[hub.readers[0]].device))
             self._nodes[hub.name] = stored
