@@ -132,3 +132,71 @@ def test_partitioned_random_graphs_are_valid_acyclic_and_exact(case):
     again, _ = npu_sim_bridge.rewrite(rewritten, {"mix_compile_mode": mix, "sim_passes": "placement,partition"},
                                       fetches=fetches)
     assert again == rewritten  # a second Grappler iteration changes nothing
+
+
+def _kahn_lowest_first(pred):
+    """Kahn's algorithm over unit predecessor lists, the lowest ready unit first (the reference)."""
+    import heapq
+
+    succ = [[] for _ in pred]
+    for unit, sources in enumerate(pred):
+        for source in sources:
+            succ[source].append(unit)
+    pending = [len(sources) for sources in pred]
+    ready = [unit for unit, count in enumerate(pending) if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        unit = heapq.heappop(ready)
+        order.append(unit)
+        for user in succ[unit]:
+            pending[user] -= 1
+            if pending[user] == 0:
+                heapq.heappush(ready, user)
+    return order
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs())
+@example(([("tanh", 0, 0, False, None), ("loop", 2, 2, True, None), ("mul", 3, 2, False, 2)], [2], True))
+def test_units_are_ordered_as_kahns_lowest_first_takes_them(case):
+    """Without v1 frames the units' numbering is already their order (taken in one look); with loops,
+    whose frame units gather nodes from across the graph, Kahn's queue orders them. Both as the reference."""
+    from npu_sim_bridge.graph import GraphView, topological_order
+    from npu_sim_bridge.graph.control_flow import Frames
+    from npu_sim_bridge.passes.partition import cluster
+
+    graph, _ = _build(case[0])
+    view = GraphView(graph.as_graph_def())
+    order = topological_order(view)
+    units = cluster._Units(view, order, Frames(view, order), set())
+    assert not units.stuck
+    assert units.order == _kahn_lowest_first(units.pred)
+
+
+def test_a_frame_fed_by_a_node_numbered_after_it_is_ordered_by_kahns_queue():
+    """A loop frame is one unit, numbered at its first node; a node outside it that comes later in the
+    graph but feeds one of its Enters must come before the whole frame."""
+    from google.protobuf import text_format
+    from tensorflow.core.framework import graph_pb2
+
+    from npu_sim_bridge.graph import GraphView, topological_order
+    from npu_sim_bridge.graph.control_flow import Frames
+    from npu_sim_bridge.passes.partition import cluster
+
+    graph_def = text_format.Parse("""
+        node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+        node { name: "ea" op: "Enter" input: "x" attr { key: "frame_name" value { s: "f" } } }
+        node { name: "y" op: "Relu" input: "x" }
+        node { name: "eb" op: "Enter" input: "y" attr { key: "frame_name" value { s: "f" } } }
+        node { name: "sum" op: "AddV2" input: "ea" input: "eb" }
+        node { name: "out" op: "Exit" input: "sum" }
+        node { name: "z" op: "Relu" input: "out" }
+    """, graph_pb2.GraphDef())
+    view = GraphView(graph_def)
+    order = topological_order(view)
+    units = cluster._Units(view, order, Frames(view, order), set())
+    frame, y = units.of["ea"], units.of["y"]
+    assert units.of["eb"] == frame and y > frame
+    assert units.order == _kahn_lowest_first(units.pred)
+    assert units.order.index(y) < units.order.index(frame)

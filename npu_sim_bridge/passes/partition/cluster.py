@@ -137,7 +137,14 @@ class _Units:
         self.order, self.stuck = self._topological()
 
     def _topological(self) -> tuple[list[int], list[int]]:
-        """Kahn's algorithm, the lowest unit index first among the ready ones (deterministic)."""
+        """Kahn's algorithm, the lowest unit index first among the ready ones (deterministic).
+
+        Units are numbered in topological node order, so without v1 frames every unit's sources have
+        lower numbers; Kahn's would then give the numbering back, and one look at each unit's highest
+        source (the lists are sorted) shows it.
+        """
+        if all(not sources or sources[-1] < unit for unit, sources in enumerate(self.pred)):
+            return list(range(len(self.nodes))), []
         pending = [len(p) for p in self.pred]
         heap = [u for u in range(len(self.nodes)) if pending[u] == 0]
         heapq.heapify(heap)
