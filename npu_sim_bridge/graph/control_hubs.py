@@ -5,7 +5,8 @@ gradient builds without a data input from inside the block the same control inpu
 training graph 734 nodes wait on the same 106 moving-average updates (554 on just those, the gradient
 tuples' NoOps on one to five more), 78k of its 92k edges. A NoOp that waits on those inputs, and that
 each of the nodes waits on instead, orders the graph the same way with M + N edges instead of M x N
-(92k edges become 15k), and every later pass and TensorFlow's executor walk fewer edges. (TensorFlow's dependency optimizer groups cross-device control edges behind NoOps the same way.)
+(92k edges become 15k), and every later pass and TensorFlow's executor walk fewer edges. (TensorFlow's
+dependency optimizer groups cross-device control edges behind NoOps the same way.)
 
 What is left alone, so that nothing changes but the edge count:
 - nodes of the v1 control-flow ops (a Merge counts its control inputs apart from its data inputs);

@@ -35,7 +35,7 @@ OPTIONS_ATTR = "_npu_sim_options"
 FALLBACK_MESSAGE = (ERROR_PREFIX + "the rewrite failed and its error could not be turned into a message "
                     "(see the log); the graph is not run")
 _RESULT_OPS = frozenset({"_Retval", "_DeviceRetval"})
-_FUNCTION_EDGE_OPS = frozenset({"_Arg", "_Retval"})  # what marks a function item (not the _Device* forms)
+_FUNCTION_ITEM_OPS = frozenset({"_Arg", "_Retval"})  # what marks a function item (not the _Device* forms)
 
 _failures_lock = threading.Lock()
 _failures: list[str] = []
@@ -170,7 +170,7 @@ class _GraphFacts:
         digests: set[str] = set()
         error_prefix = ERROR_SCOPE + "/"
         for node in graph_def.node:
-            if node.op in _FUNCTION_EDGE_OPS:
+            if node.op in _FUNCTION_ITEM_OPS:
                 function_item = True
             if node.name.startswith(error_prefix):
                 error_graph = True
