@@ -23,6 +23,11 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NPU_SIM_X86 1
+#endif
+
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -102,7 +107,7 @@ class UnaryGradOp : public OpKernel {
 
 
 // ------------------------------------------------------------------------ float16 rounding
-// float(half(x)) from x's bits, branch free so the compiler vectorizes it.
+// float(half(x)) from x's bits, branch free.
 inline uint32_t RoundBitsToFloat16(uint32_t bits) {
   const uint32_t sign = bits & 0x80000000u;
   const uint32_t magnitude = bits ^ sign;
@@ -123,9 +128,12 @@ inline uint32_t RoundBitsToFloat16(uint32_t bits) {
   return result | sign;
 }
 
-// Built for the widest vector unit the machine has (the library's flags name none), picked at load time.
+// The portable loop (about 1.5 ns a value on x86, where the compiler keeps it scalar); it serves
+// machines without F16C.
+#ifdef NPU_SIM_X86
 __attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3")))
-void RoundRange(const float* in, float* out, int64_t begin, int64_t end) {
+#endif
+void RoundRangeBits(const float* in, float* out, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     uint32_t bits;
     std::memcpy(&bits, in + i, sizeof(bits));
@@ -133,6 +141,41 @@ void RoundRange(const float* in, float* out, int64_t begin, int64_t end) {
     std::memcpy(out + i, &bits, sizeof(bits));
   }
 }
+
+using RoundRangeFn = void (*)(const float*, float*, int64_t, int64_t);
+
+#ifdef NPU_SIM_X86
+// The same values with the CPU's own float16 conversions, eight at a time (about 0.25 ns a value).
+// VCVTPS2PH rounds to nearest even, keeps subnormals whatever MXCSR's FTZ/DAZ say (TensorFlow's
+// threads set both) and overflows to inf as the Cast does; only a NaN's payload differs, so NaN
+// lanes take the quiet NaN the Cast pair gives.
+__attribute__((target("avx,f16c")))
+void RoundRangeF16c(const float* in, float* out, int64_t begin, int64_t end) {
+  const __m256 sign_bit = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m256 quiet_nan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m256 x = _mm256_loadu_ps(in + i);
+    const __m256 rounded =
+        _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    const __m256 nan = _mm256_or_ps(_mm256_and_ps(x, sign_bit), quiet_nan);
+    _mm256_storeu_ps(out + i, _mm256_blendv_ps(rounded, nan, is_nan));
+  }
+  RoundRangeBits(in, out, i, end);
+}
+
+RoundRangeFn PickRoundRange() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) return RoundRangeF16c;
+  return RoundRangeBits;
+}
+
+#else
+RoundRangeFn PickRoundRange() { return RoundRangeBits; }
+#endif
+
+const RoundRangeFn RoundRange = PickRoundRange();
 
 class RoundToFloat16Op : public OpKernel {
  public:
@@ -147,7 +190,7 @@ class RoundToFloat16Op : public OpKernel {
     float* out = y->flat<float>().data();
     const int64_t size = x.NumElements();
     auto* workers = context->device()->tensorflow_cpu_worker_threads()->workers;
-    // About a nanosecond per value: shard only what is worth a thread.
+    // A cycle or two per value, memory bound: shard only what is worth a thread.
     workers->ParallelFor(size, /*cost_per_unit=*/2, [in, out](int64_t begin, int64_t end) {
       RoundRange(in, out, begin, end);
     });
