@@ -218,9 +218,12 @@ def function_attrs(op: str) -> tuple[str, ...] | None:
 def called_by(node: node_def_pb2.NodeDef, library: Mapping[str, function_pb2.FunctionDef]) -> list[str]:
     """Names of the functions `node` calls: its op when that is a library function, then the
     functions its func and list(func) attrs name (the OpDef's; every attr for an unregistered op)."""
-    names = [node.op] if node.op in library else []
+    op = node.op
+    keys = function_attrs(op)
+    if keys == () and op not in library:  # the common case: an op without func attrs
+        return []
+    names = [op] if op in library else []
     attrs = node.attr
-    keys = function_attrs(node.op)
     if keys is None:
         keys = sorted(attrs)
     for key in keys:
