@@ -12,8 +12,8 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
     CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
-from npu_sim_bridge.graph.ports import called_by, has_port_of_type
-from npu_sim_bridge.passes.fusion.marks import fused_base_op
+from npu_sim_bridge.graph.ports import called_by, function_attrs, has_port_of_type, port_key
+from npu_sim_bridge.passes.fusion.marks import FUSED_BASE, fused_base_op
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
 from npu_sim_bridge.report.reasons import Reason, host
 
@@ -140,6 +140,11 @@ def device_op_list(node, ctx):
 # Predicates that read nothing but the node's op type: the test asks them once per op type.
 OP_TYPE_PREDICATES = frozenset({graph_input, py_func, checkpoint_io, summary, data_input, queue, variable})
 
+# What these predicates read of a node, for the ops CandidateTest answers by port_key: its op, its
+# name (fed_by_session), the scoping attr, and the type attrs that port_key holds.
+_PORT_KEY_PREDICATES = frozenset(OP_TYPE_PREDICATES | {fed_by_session, scoped_to_host, string_op, function_bodies,
+                                                       device_op_list})
+
 NODE_PREDICATES: tuple[Predicate, ...] = (
     scoped_to_host, py_func, checkpoint_io, summary, data_input, queue, variable, string_op,
     function_bodies, device_op_list,
@@ -150,7 +155,9 @@ GRAPH_PREDICATES: tuple[Predicate, ...] = (graph_input, fed_by_session) + NODE_P
 class CandidateTest:
     """Runs predicates in order; the first one that objects gives the host reason (None: device).
 
-    A run of consecutive OP_TYPE_PREDICATES is asked once per op type, and its answer kept.
+    A run of consecutive OP_TYPE_PREDICATES is asked once per op type, and its answer kept. With the
+    usual predicates, a node whose answer only its op and type attrs decide is answered once per
+    port_key: most of a graph's nodes (Identity, ReadVariableOp, Const of a few dtypes).
     """
 
     def __init__(self, ctx: SupportContext, predicates: Iterable[Predicate] = GRAPH_PREDICATES):
@@ -168,12 +175,40 @@ class CandidateTest:
                 steps.append(predicate)
         self._steps = tuple(steps)
         self._by_op: dict[tuple, tuple] = {}  # (step, op) -> (reason, predicate)
+        # Answers by port_key, for the nodes whose answer nothing else decides (see _ports_key).
+        self._by_ports: dict[tuple, tuple] | None = {} if set(self.predicates) <= _PORT_KEY_PREDICATES else None
+        self._ports_decide: dict[str, bool] = {}  # op -> whether its nodes may be answered by port_key
 
     def __call__(self, node: node_def_pb2.NodeDef) -> Reason | None:
         return self.explain(node)[0]
 
     def explain(self, node: node_def_pb2.NodeDef) -> tuple[Reason | None, Predicate | None]:
         """(host reason, the predicate that gave it), or (None, None) for a device candidate."""
+        if self._by_ports is not None:
+            key = self._ports_key(node)
+            if key is not None:
+                found = self._by_ports.get(key)
+                if found is None:
+                    found = self._by_ports[key] = self._explain(node)
+                return found
+        return self._explain(node)
+
+    def _ports_key(self, node) -> tuple | None:
+        """The node's port_key when that decides its answer: a registered op that calls no function and
+        is no fused op (whose attrs decide), the node neither fed nor scoped to host, every attr present
+        (a missing one is reported by name); else None."""
+        op = node.op
+        decides = self._ports_decide.get(op)
+        if decides is None:
+            decides = self._ports_decide[op] = (
+                function_attrs(op) == () and op not in self.ctx.functions and op not in FUSED_BASE
+                and op not in FUSED_BASE_OPS and op != "_UnaryOpsComposition")
+        if not decides or node.name in self.ctx.fed or WITHOUT_NPU_COMPILE_ATTR in node.attr:
+            return None
+        key = port_key(node)
+        return None if None in key else key
+
+    def _explain(self, node) -> tuple[Reason | None, Predicate | None]:
         ctx = self.ctx
         for step in self._steps:
             if step.__class__ is tuple:
