@@ -26,6 +26,8 @@ class Frames:
         self._parent: dict[str, str] = {}
         self._members: dict[str, list[str]] = {}
         self.order = order if order is not None else topological_order(view)
+        if not any(node.op in ENTER_OPS for node in view.nodes()):
+            return  # no v1 while loop: every node runs in the root frame
         for name in self.order:
             node = view.node(name)
             frame = self._frame_from_inputs(view, node)

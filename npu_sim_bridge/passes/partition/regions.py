@@ -80,6 +80,8 @@ def branch_guards(view: GraphView, units):
 
 def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
     """The v1 cond regions of the root frame (node names, in unit order); frames are units of their own."""
+    if tensor_guard is no_guards:  # no Switch: no cond
+        return []
     parent: dict[str, str] = {}
 
     def find(name: str) -> str:
