@@ -243,6 +243,34 @@ def test_string_ports_follow_each_node_s_type_attr_not_the_first_node_of_its_op(
         has_port_of_type(_node("Identity"), types_pb2.DT_STRING)
 
 
+def test_ports_follow_each_node_s_attrs_when_kept_per_port_key():
+    from tensorflow.core.framework import types_pb2
+
+    from npu_sim_bridge.errors import UnsupportedGraphError
+    from npu_sim_bridge.graph.ports import input_ports, output_ports
+
+    def add_n(count, dtype):
+        node = _node("AddN", T=dtype)
+        node.attr["N"].i = count
+        return node
+
+    def identity_n(*dtypes):
+        node = _node("IdentityN")
+        node.attr["T"].list.type.extend(dtypes)
+        return node
+
+    for _ in range(2):  # asked again: the kept answers stay per attr value
+        assert [p.dtype for p in input_ports(add_n(3, types_pb2.DT_FLOAT))] == [types_pb2.DT_FLOAT] * 3
+        assert [p.dtype for p in input_ports(add_n(2, types_pb2.DT_INT32))] == [types_pb2.DT_INT32] * 2
+        assert [p.dtype for p in output_ports(add_n(2, types_pb2.DT_INT32))] == [types_pb2.DT_INT32]
+        outputs = output_ports(identity_n(types_pb2.DT_FLOAT, types_pb2.DT_STRING))
+        assert [(p.arg, p.index, p.dtype) for p in outputs] == [
+            ("output", 0, types_pb2.DT_FLOAT), ("output", 1, types_pb2.DT_STRING)]
+        assert [p.dtype for p in output_ports(identity_n(types_pb2.DT_HALF))] == [types_pb2.DT_HALF]
+        with pytest.raises(UnsupportedGraphError, match="lacks attribute 'N'"):
+            input_ports(_node("AddN", T=types_pb2.DT_FLOAT))
+
+
 def test_function_attrs_are_those_of_the_op_def():
     from npu_sim_bridge.graph.ports import function_attrs
 

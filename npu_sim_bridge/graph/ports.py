@@ -53,13 +53,13 @@ def op_signature(op: str, library: Mapping[str, function_pb2.FunctionDef] | None
 
 
 def output_ports(node: node_def_pb2.NodeDef,
-                 library: Mapping[str, function_pb2.FunctionDef] | None = None) -> list[Port]:
+                 library: Mapping[str, function_pb2.FunctionDef] | None = None) -> tuple[Port, ...]:
     """Every output of `node`, in port order."""
     return _ports(node, library, outputs=True)
 
 
 def input_ports(node: node_def_pb2.NodeDef,
-                library: Mapping[str, function_pb2.FunctionDef] | None = None) -> list[Port]:
+                library: Mapping[str, function_pb2.FunctionDef] | None = None) -> tuple[Port, ...]:
     """Every data input of `node`, in input order."""
     return _ports(node, library, outputs=False)
 
@@ -248,9 +248,15 @@ def _arg_carries(node, spec: tuple, defaults: Mapping, dtype: int) -> bool:
     return count > 0 and base_dtype(value) == dtype
 
 
-def _ports(node, library, outputs: bool) -> list[Port]:
+def _ports(node, library, outputs: bool) -> tuple[Port, ...]:
     spec = registered_spec(node.op)
+    key = None
     if spec is not None:
+        # A registered op's ports follow from its port_key (when every attr in it is set): kept per key.
+        key = port_key(node)
+        found = _ports_cache.get((outputs, key))
+        if found is not None:
+            return found
         defaults, inputs, outs = spec
         specs = outs if outputs else inputs
     else:
@@ -259,4 +265,9 @@ def _ports(node, library, outputs: bool) -> list[Port]:
     ports: list[Port] = []
     for arg in specs:
         ports.extend(expand_arg(node, arg, defaults))
-    return ports
+    if key is not None and None not in key:
+        _ports_cache[(outputs, key)] = tuple(ports)
+    return tuple(ports)
+
+
+_ports_cache: dict[tuple, tuple[Port, ...]] = {}
