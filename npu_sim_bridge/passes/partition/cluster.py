@@ -160,13 +160,18 @@ class _Units:
         return order, stuck
 
 
+_UNKNOWN = object()
+
+
 class EdgeKinds:
-    """Says which tensors may not cross a segment boundary, and why."""
+    """Says which tensors may not cross a segment boundary, and why (answers are kept: make one per
+    graph state, as the proposal rounds, which do not edit the graph, do)."""
 
     def __init__(self, view: GraphView, functions):
         self.view = view
         self.functions = functions
         self._outputs: dict[str, list] = {}
+        self._kinds: dict[tuple[str, int, str], str | None] = {}
 
     def output_types(self, name: str):
         ports = self._outputs.get(name)
@@ -184,6 +189,13 @@ class EdgeKinds:
         READ_REF: a TF1 variable's ref tensor read by a non-ref input; it may enter a GeOp from
         the host (the call reads the value), not leave one.
         """
+        edge = (producer, port, consumer)
+        kind = self._kinds.get(edge, _UNKNOWN)
+        if kind is _UNKNOWN:
+            kind = self._kinds[edge] = self._tensor_kind(producer, port, consumer)
+        return kind
+
+    def _tensor_kind(self, producer: str, port: int, consumer: str) -> str | None:
         ports = self.output_types(producer)
         if port < len(ports):
             dtype, is_ref = ports[port].dtype, ports[port].is_ref

@@ -13,6 +13,7 @@ Grappler iteration) and function bodies are left alone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import threading
 from collections import Counter
@@ -114,6 +115,7 @@ def _propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Pr
     frames = Frames(ctx.view, order)
     library = ctx.ops_library()
 
+    @functools.lru_cache(maxsize=None)  # asked for every segment member, round after round
     def is_compute(op: str) -> bool:
         if op in CALLING_OPS or op in functions:  # runs the arithmetic of its branches or body
             return True
@@ -227,12 +229,12 @@ class PartitionPass(GraphPass):
     description = "device segments become GeOp<graph>_<seq> calls of FunctionDefs (mixed compute / full sink)"
 
     def run(self, ctx: PassContext) -> PassResult:
-        if ctx.item.is_function or already_partitioned(ctx):
+        earlier = ctx.result(Proposed)  # placement proposes only on a graph not partitioned yet
+        if ctx.item.is_function or (earlier is None and already_partitioned(ctx)):
             return PassResult(changed=False)
         view = ctx.view
         names = [node.name for node in view.nodes()]
         functions = function_library(view)
-        earlier = ctx.result(Proposed)
         inherent: set[str] = set(earlier.inherent) if earlier else set()
         proposal = earlier.proposal if earlier else None
         view.close_journal()  # what this pass changes is not for anyone to carry
