@@ -143,12 +143,20 @@ def expand_arg(node, spec: tuple, defaults: Mapping, strict: bool = True) -> lis
 def port_key(node: node_def_pb2.NodeDef) -> tuple:
     """The op of a registered op's node and the values of the attrs its ports depend on: nodes with
     equal keys have the same ports (what caches of port answers key on)."""
+    op = node.op
     attrs = node.attr
-    names = port_attrs(node.op)
-    if len(names) == 1 and names[0][1] == "type":  # the common case: one type attr, usually T
-        name = names[0][0]
-        return (node.op, attrs[name].type if name in attrs else None)
-    return (node.op, *[_attr_value(attrs, name, kind) for name, kind in names])
+    single = _single_type_attr(op)
+    if single:  # the common case: one type attr, usually T
+        value = attrs.get(single)
+        return (op, value.type if value is not None else None)
+    return (op, *[_attr_value(attrs, name, kind) for name, kind in port_attrs(op)])
+
+
+@functools.lru_cache(maxsize=4096)
+def _single_type_attr(op: str) -> str:
+    """The name of the one attr the ports of registered op `op` depend on when it is a type; else ''."""
+    names = port_attrs(op)
+    return names[0][0] if len(names) == 1 and names[0][1] == "type" else ""
 
 
 @functools.lru_cache(maxsize=4096)
