@@ -174,6 +174,26 @@ def test_units_are_ordered_as_kahns_lowest_first_takes_them(case):
     assert units.order == _kahn_lowest_first(units.pred)
 
 
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs())
+def test_units_of_single_nodes_link_as_the_general_way_does(case):
+    """With every node a unit (no frame, or every frame split), the links are read in unit order; they
+    must be those the consumer index gives, loop back edges left out."""
+    from npu_sim_bridge.graph import GraphView, topological_order
+    from npu_sim_bridge.graph.control_flow import Frames
+    from npu_sim_bridge.graph.validate import BACK_EDGE_OPS
+    from npu_sim_bridge.passes.partition import cluster
+
+    graph, _ = _build(case[0])
+    view = GraphView(graph.as_graph_def())
+    order = topological_order(view)
+    frames = Frames(view, order)
+    units = cluster._Units(view, order, frames, set(frames.top_frames()))
+    assert len(units.nodes) == len(order)
+    back_edge_sources = {name for name, op, _ in view.records() if op in BACK_EDGE_OPS}
+    assert (units.succ, units.pred) == units._links(view, back_edge_sources)
+
+
 def test_a_frame_fed_by_a_node_numbered_after_it_is_ordered_by_kahns_queue():
     """A loop frame is one unit, numbered at its first node; a node outside it that comes later in the
     graph but feeds one of its Enters must come before the whole frame."""

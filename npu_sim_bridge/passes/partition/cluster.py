@@ -103,18 +103,10 @@ class _Units:
         inputs_of = {name: inputs for name, _, inputs in records}
         back_edge_sources = {name for name, op, _ in records if op in BACK_EDGE_OPS}
         unit_of = self.of
-        # Unit successors and predecessors, from the consumer index (the sets are built in C).
-        succ: list[set[int]] = [set() for _ in self.nodes]
-        pred: list[set[int]] = [set() for _ in self.nodes]
-        for producer, users in view.consumer_index().items():
-            source = unit_of.get(producer)
-            if source is None or not users or producer in back_edge_sources:
-                continue
-            targets = {unit_of[user] for user in users}
-            targets.discard(source)
-            succ[source] |= targets
-            for target in targets:
-                pred[target].add(source)
+        if len(self.nodes) == len(order):  # every node a unit of its own, numbered in `order`
+            self.succ, self.pred = self._single_node_links(view, order, back_edge_sources)
+        else:
+            self.succ, self.pred = self._links(view, back_edge_sources)
         # The edges between units that a segment boundary may not cut: data edges, and control
         # edges too when the graph has v1 conds (a control edge is tied only through a cond guard).
         # Plain (producer, port, consumer, source unit, target unit) tuples (the fields of _Edge),
@@ -132,9 +124,43 @@ class _Units:
                 if source is None or source == target or producer in back_edge_sources:
                     continue
                 edges.append((producer, port, name, source, target))
-        self.succ = [sorted(s) for s in succ]
-        self.pred = [sorted(p) for p in pred]
         self.order, self.stuck = self._topological()
+
+    def _links(self, view: GraphView, back_edge_sources: set[str]) -> tuple[list[list[int]], list[list[int]]]:
+        """Each unit's successor and predecessor units, sorted, from the consumer index."""
+        unit_of = self.of
+        succ: list[set[int]] = [set() for _ in self.nodes]
+        pred: list[set[int]] = [set() for _ in self.nodes]
+        for producer, users in view.consumer_index().items():
+            source = unit_of.get(producer)
+            if source is None or not users or producer in back_edge_sources:
+                continue
+            targets = {unit_of[user] for user in users}  # the sets are built in C
+            targets.discard(source)
+            succ[source] |= targets
+            for target in targets:
+                pred[target].add(source)
+        return [sorted(s) for s in succ], [sorted(p) for p in pred]
+
+    def _single_node_links(self, view: GraphView, order: list[str],
+                           back_edge_sources: set[str]) -> tuple[list[list[int]], list[list[int]]]:
+        """`_links` when unit i is node order[i]: a node's consumers are its unit's successors, and
+        going through the sources in unit order lists each unit's predecessors already sorted."""
+        unit_at = self.of.__getitem__
+        consumers = view.consumer_index()
+        succ: list[list[int]] = [[] for _ in order]
+        pred: list[list[int]] = [[] for _ in order]
+        for source, name in enumerate(order):
+            users = consumers.get(name)
+            if not users or name in back_edge_sources:
+                continue
+            targets = sorted(map(unit_at, users))
+            if name in users:  # as in _links, a unit is not its own successor
+                targets.remove(source)
+            succ[source] = targets
+            for target in targets:
+                pred[target].append(source)
+        return succ, pred
 
     def _topological(self) -> tuple[list[int], list[int]]:
         """Kahn's algorithm, the lowest unit index first among the ready ones (deterministic).
