@@ -19,36 +19,7 @@ from npu_sim_bridge.graph.names import TensorRef, parse_input
 from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.passes.precision import ports
-
-
-def called_functions(nodes, functions) -> list[str]:
-    """Library functions the nodes call (op type, or a func attr of a control-flow or call op), first seen first."""
-    found: list[str] = []
-    if not functions:
-        return found
-    for node in nodes:
-        if node.op not in CALLING_OPS and node.op not in functions:
-            continue
-        calls = called_by(node, functions)
-        if node.op not in CALLING_OPS:
-            calls = calls[:1]  # a function called by name: its own attrs name no other call
-        for name in calls:
-            if name in functions and name not in found:
-                found.append(name)
-    return found
-
-
-def reachable_functions(view, functions) -> list[str]:
-    """Every library function the graph calls, directly or from other function bodies."""
-    order = called_functions(view.nodes(), functions)
-    position = 0
-    while position < len(order):
-        for name in called_functions(functions[order[position]].node_def, functions):
-            if name not in order:
-                order.append(name)
-        position += 1
-    return order
+from npu_sim_bridge.passes.precision import marks, ports
 
 
 _XLA_ATTRS = ("_XlaMustCompile", "_XlaCompile")
@@ -58,24 +29,62 @@ def _compiled(attrs) -> bool:
     return any(key in attrs and attrs[key].b for key in _XLA_ATTRS)
 
 
-def xla_compiled_functions(view, functions) -> set[str]:
-    """The functions XLA compiles: those marked for it (`tf.function(jit_compile=True)`, as Keras's grouped
-    convolutions are), those a call node marks, and every function they call in turn."""
-    compiled = {name for name, fdef in functions.items() if _compiled(fdef.attr)}
-    if not functions:
-        return compiled
-    for nodes in [view.nodes(), *(fdef.node_def for fdef in functions.values())]:
+class LibraryScan:
+    """What the precision pass needs to know of the graph's functions, from one sweep over the nodes
+    of the graph and of every library function: the settings an earlier run recorded on them, the
+    functions each calls (op type, or a func attr of a control-flow or call op), and those a call
+    node marks for XLA."""
+
+    def __init__(self, nodes, functions):
+        self.functions = functions
+        self.marks: set[str] = set()   # settings recorded by an earlier run ('mode:execution')
+        self._calls: dict[str | None, list[str]] = {}  # None: the graph; else a function's name
+        self._marked: set[str] = set()  # functions a call node marks for XLA
+        self._sweep(None, nodes)
+        for name, fdef in functions.items():
+            self._sweep(name, fdef.node_def)
+
+    def _sweep(self, owner: str | None, nodes) -> None:
+        functions, found = self.functions, {}
         for node in nodes:
-            op = node.op  # only a call can mark what it calls
-            if (op in CALLING_OPS or op in functions) and _compiled(node.attr):
-                compiled.update(called_functions([node], functions))
-    order = list(compiled)
-    while order:
-        for name in called_functions(functions[order.pop()].node_def, functions):
-            if name not in compiled:
-                compiled.add(name)
-                order.append(name)
-    return compiled
+            op, attrs = node.op, node.attr
+            if marks.MARK_ATTR in attrs:
+                self.marks.add(attrs[marks.MARK_ATTR].s.decode())
+            if op not in CALLING_OPS and op not in functions:
+                continue
+            calls = called_by(node, functions)
+            if op not in CALLING_OPS:
+                calls = calls[:1]  # a function called by name: its own attrs name no other call
+            calls = [name for name in calls if name in functions]
+            found.update(dict.fromkeys(calls))
+            if _compiled(attrs):  # only a call can mark what it calls
+                self._marked.update(calls)
+        self._calls[owner] = list(found)
+
+    def reachable(self) -> list[str]:
+        """Every library function the graph calls, directly or from other function bodies, first seen first."""
+        order = list(self._calls[None])
+        seen = set(order)
+        position = 0
+        while position < len(order):
+            for name in self._calls[order[position]]:
+                if name not in seen:
+                    seen.add(name)
+                    order.append(name)
+            position += 1
+        return order
+
+    def xla_compiled(self) -> set[str]:
+        """The functions XLA compiles: those marked for it (`tf.function(jit_compile=True)`, as Keras's
+        grouped convolutions are), those a call node marks, and every function they call in turn."""
+        compiled = {name for name, fdef in self.functions.items() if _compiled(fdef.attr)} | self._marked
+        order = list(compiled)
+        while order:
+            for name in self._calls[order.pop()]:
+                if name not in compiled:
+                    compiled.add(name)
+                    order.append(name)
+        return compiled
 
 
 def is_parametrized(fdef) -> bool:

@@ -24,8 +24,3 @@ def is_inserted(node) -> bool:
 def is_inserted_conversion(node) -> bool:
     """A Cast or float16 rounding kernel the precision pass inserted."""
     return node.op in CONVERSION_OPS and is_inserted(node)
-
-
-def recorded(nodes) -> set[str]:
-    """The settings recorded by an earlier run on these nodes (empty when none was rewritten)."""
-    return {node.attr[MARK_ATTR].s.decode() for node in nodes if MARK_ATTR in node.attr}

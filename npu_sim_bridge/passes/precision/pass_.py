@@ -38,9 +38,9 @@ class PrecisionPass(GraphPass):
             report.warn(text)
 
         setting = marks.setting(mode.mode, mode.emulate)
-        earlier = marks.recorded(view.nodes())
-        for function in view.graph_def.library.function:
-            earlier |= marks.recorded(function.node_def)
+        functions = {f.signature.name: f for f in view.graph_def.library.function}
+        scan = fn.LibraryScan(view.nodes(), functions)
+        earlier = scan.marks
         if earlier and earlier != {setting}:
             raise ConfigError(
                 f"the graph was already rewritten by the precision pass for {', '.join(sorted(earlier))} "
@@ -56,7 +56,6 @@ class PrecisionPass(GraphPass):
         fetched = {node_name(t) for t in item.fetch}
         fed = {node_name(t) for t in item.feed}
         preserved = set(item.preserve) - fetched - fed
-        functions = {f.signature.name: f for f in view.graph_def.library.function}
         totals = _Totals()
         placement = ctx.result(Placement)
         host = placement.host_nodes() if placement is not None else set()
@@ -71,7 +70,7 @@ class PrecisionPass(GraphPass):
             rewriter.check_types()
             _report_inserted(report, rewriter, prefix="")
         totals.add(plans, rewriter)
-        bodies = self._functions(view, report, library, lists, mode, setting, functions, totals, rewrite,
+        bodies = self._functions(view, report, library, lists, mode, setting, scan, totals, rewrite,
                                  round_kernel)
         view.compact()
 
@@ -95,17 +94,18 @@ class PrecisionPass(GraphPass):
             stats["already_rewritten"] = True
         return PassResult(changed=bool(totals.casts or totals.retyped), stats=stats)
 
-    def _functions(self, view, report, library, lists, mode, setting, functions, totals, rewrite,
+    def _functions(self, view, report, library, lists, mode, setting, scan, totals, rewrite,
                    round_kernel=False) -> int:
         """Decide (and when `rewrite`, rewrite) the bodies of the functions the graph calls."""
         count = 0
+        functions = scan.functions
         # XLA has no kernel for the rounding op: bodies it compiles round with Cast pairs (the same values).
-        compiled = fn.xla_compiled_functions(view, functions) if round_kernel else set()
+        compiled = scan.xla_compiled() if round_kernel else set()
         # Bodies alike but for names and shapes (the branches and gradients of every batch norm's cond)
         # get the same decisions and the same rewrite: each is worked out once, the others renamed.
         done: dict[bytes, tuple] = {}
         stored_at = None  # function name -> its index in the library
-        for fname in fn.reachable_functions(view, functions):
+        for fname in scan.reachable():
             fdef = functions[fname]
             if fn.is_parametrized(fdef):
                 report.warn(f"function {fname} has a signature parametrized by type attrs; its body is "
