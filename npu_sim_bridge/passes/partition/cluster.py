@@ -190,8 +190,10 @@ _UNKNOWN = object()
 
 
 class EdgeKinds:
-    """Says which tensors may not cross a segment boundary, and why (answers are kept: make one per
-    graph state, as the proposal rounds, which do not edit the graph, do)."""
+    """Says which tensors may not cross a segment boundary, and why.
+
+    Answers are kept, so one instance serves one state of the graph (the proposal's rounds do not edit it).
+    """
 
     def __init__(self, view: GraphView, functions):
         self.view = view
