@@ -17,6 +17,7 @@ from tensorflow.core.framework import graph_pb2, node_def_pb2
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import control_hubs
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
+from npu_sim_bridge.graph.table import NodeTable
 
 
 class EditJournal:
@@ -37,9 +38,11 @@ class EditJournal:
 class GraphView:
     """Indexed, mutable view of one GraphDef (which it owns and edits in place)."""
 
-    def __init__(self, graph_def: graph_pb2.GraphDef, gather_control_inputs: bool = False):
+    def __init__(self, graph_def: graph_pb2.GraphDef, gather_control_inputs: bool = False,
+                 table: NodeTable | None = None):
         """With `gather_control_inputs`, control inputs many nodes share are gathered behind hubs as the
-        view is built (see graph.control_hubs; `hubs` lists them), before the edges are indexed."""
+        view is built (see graph.control_hubs; `hubs` lists them), before the edges are indexed.
+        `table`: the GraphDef's node columns, when the caller has them (the index is built from them)."""
         self._graph_def = graph_def
         self._removed: set[str] = set()
         # Validation state: a topological rank per node from the last full check, and the nodes added
@@ -50,7 +53,7 @@ class GraphView:
         self._edits = 0  # mutations so far: a remembered topological order holds while this stays
         self._order_memo: tuple[int, list[str]] | None = None
         self.hubs: list[control_hubs.Hub] = []
-        self._reindex(gather_control_inputs)
+        self._index(table if table is not None else NodeTable.of(graph_def), gather_control_inputs)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -301,31 +304,24 @@ class GraphView:
         return self._graph_def
 
     # -------------------------------------------------------------- internals
-    def _reindex(self, gather_control_inputs: bool = False) -> None:
-        self._nodes: dict[str, node_def_pb2.NodeDef] = {}
-        self._inputs: dict[str, list[str]] = {}
-        self._order: dict[str, None] = {}  # live names in GraphDef order, hubs aside (a dict: O(1) delete)
-        self._consumers: dict[str, dict[str, int]] = defaultdict(dict)
-        duplicates = []
-        for node in self._graph_def.node:
-            name = node.name
-            if name in self._removed:
-                continue
-            if name in self._nodes:
-                duplicates.append(name)
-            self._nodes[name] = node
-            self._inputs[name] = list(node.input)
-            self._order[name] = None
-        if duplicates:
+    def _index(self, table: NodeTable, gather_control_inputs: bool) -> None:
+        names = table.names
+        self._nodes: dict[str, node_def_pb2.NodeDef] = dict(zip(names, self._graph_def.node))
+        self._inputs: dict[str, list[str]] = dict(zip(names, map(list, table.inputs)))
+        self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
+        if len(self._nodes) != len(names):
+            seen: set[str] = set()
+            duplicates = {name for name in names if name in seen or seen.add(name)}
             raise GraphValidationError(
-                "the graph has duplicate node names: " + ", ".join(sorted(set(duplicates))[:10]))
+                "the graph has duplicate node names: " + ", ".join(sorted(duplicates)[:10]))
         if gather_control_inputs:
             self._gather(control_hubs.plan_hubs(self._inputs, lambda name: self._nodes[name].op))
-        consumers = self._consumers
+        consumers: dict[str, dict[str, int]] = defaultdict(dict)
         for name, inputs in self._inputs.items():  # _link inlined: this loop sees every edge
             for text in inputs:
                 edges = consumers[parse_input(text).node]
                 edges[name] = edges.get(name, 0) + 1
+        self._consumers = consumers
 
     def _gather(self, hubs: list[control_hubs.Hub]) -> None:
         """Add the hubs (on the device of their first reader) and point their readers at them.

@@ -22,6 +22,8 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_sim_bridge.errors import ConfigError, NpuSimError
 from npu_sim_bridge.graph.names import node_name
+from npu_sim_bridge.graph.table import NodeTable
+from npu_sim_bridge.passes.base import SEEN_ATTR
 
 logger = logging.getLogger("npu_sim_bridge")
 
@@ -48,8 +50,11 @@ def recent_failures() -> list[str]:
 
 
 def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str],
-             preserve: list[str], config_bytes: bytes) -> bytes:
+             preserve: list[str], config_bytes: bytes, columns: tuple | None = None) -> bytes:
     """Rewrite one Grappler item; never raises (errors become a failing graph).
+
+    `columns`: the graph's nodes as columns, from the GraphDef the shim holds (graph.table.NodeTable);
+    read from the parsed bytes when absent.
 
     Only if even the failing graph cannot be built does an exception reach the shim, which then
     returns its own failing graph: Grappler must never run the original graph after an error.
@@ -57,10 +62,13 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
     graph_def = None
     try:
         graph_def = graph_pb2.GraphDef.FromString(graph_bytes)
-        facts = _GraphFacts.of(graph_def)
+        table = (NodeTable.of(graph_def, stamp_attr=SEEN_ATTR, digest_attr=OPTIONS_ATTR) if columns is None
+                 else NodeTable.from_columns(columns, graph_def))
+        facts = _GraphFacts.of(table)
         if facts.error_graph:
             return graph_bytes  # already turned into an error graph by the first iteration
-        message = _rewrite_or_message(item_id, graph_bytes, graph_def, facts, fetch, feed, preserve, config_bytes)
+        message = _rewrite_or_message(item_id, graph_bytes, graph_def, table, facts, fetch, feed, preserve,
+                                      config_bytes)
         if isinstance(message, bytes):
             return message
     except KeyboardInterrupt:
@@ -79,12 +87,12 @@ def optimize(item_id: str, graph_bytes: bytes, fetch: list[str], feed: list[str]
         return failing_graph(graph_def, fetch, FALLBACK_MESSAGE).SerializeToString()
 
 
-def _rewrite_or_message(item_id, graph_bytes, graph_def, facts, fetch, feed, preserve,
+def _rewrite_or_message(item_id, graph_bytes, graph_def, table, facts, fetch, feed, preserve,
                         config_bytes) -> bytes | str:
     """The rewritten graph's bytes, or the message the failing graph must carry.
 
-    `graph_def` is `graph_bytes` parsed; the pipeline edits it in place (it has the bytes for the
-    graph as it came).
+    `graph_def` is `graph_bytes` parsed, `table` its node columns; the pipeline edits it in place (it
+    has the bytes for the graph as it came).
     """
     try:
         from npu_sim_bridge.config import parse_parameter_map
@@ -98,10 +106,10 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, facts, fetch, feed, pre
         _check_single_entry(facts.digests, digest)
         item = ItemInfo(id=item_id, fetch=tuple(fetch), feed=tuple(feed),
                         preserve=frozenset(preserve), is_function=facts.function_item)
-        if nothing_new(graph_def, item):  # a body rewritten with its caller, or a later iteration
+        if nothing_new(graph_def, item, table):  # a body rewritten with its caller, or a later iteration
             logger.debug("NpuOptimizer: %s holds nothing it has not rewritten already", item_id)
             return graph_bytes
-        rewritten = run_pipeline(graph_def, options, item, source_bytes=graph_bytes).graph_def
+        rewritten = run_pipeline(graph_def, options, item, source_bytes=graph_bytes, table=table).graph_def
         if rewritten.node:
             rewritten.node[0].attr[OPTIONS_ATTR].s = digest.encode("ascii")
         return rewritten.SerializeToString()
@@ -155,7 +163,7 @@ def _remember_failure(message: str) -> None:
 
 
 class _GraphFacts:
-    """What the entry needs to know about a graph before rewriting it, from one sweep over its nodes."""
+    """What the entry needs to know about a graph before rewriting it, read from its node columns."""
 
     __slots__ = ("error_graph", "function_item", "digests")
 
@@ -165,19 +173,11 @@ class _GraphFacts:
         self.digests = digests              # the option digests earlier NpuOptimizer runs left
 
     @classmethod
-    def of(cls, graph_def: graph_pb2.GraphDef) -> "_GraphFacts":
-        error_graph = function_item = False
-        digests: set[str] = set()
+    def of(cls, table: NodeTable) -> "_GraphFacts":
         error_prefix = ERROR_SCOPE + "/"
-        for node in graph_def.node:
-            if node.op in _FUNCTION_ITEM_OPS:
-                function_item = True
-            if node.name.startswith(error_prefix):
-                error_graph = True
-            earlier = node.attr.get(OPTIONS_ATTR)
-            if earlier is not None:
-                digests.add(earlier.s.decode("ascii", "replace"))
-        return cls(error_graph, function_item, digests)
+        error_graph = any(name.startswith(error_prefix) for name in table.names)
+        function_item = not _FUNCTION_ITEM_OPS.isdisjoint(table.ops)
+        return cls(error_graph, function_item, set(table.digests))
 
 
 def failing_graph(graph_def: graph_pb2.GraphDef, fetch: list[str], message: str) -> graph_pb2.GraphDef:

@@ -4,8 +4,12 @@
 // for every graph Grappler hands it, calls the Python entry point
 // npu_sim_bridge.native.entry.optimize() with serialized bytes and plain lists:
 //
-//   optimize(item_id, graph_def_bytes, fetch, feed, preserve, config_bytes)
+//   optimize(item_id, graph_def_bytes, fetch, feed, preserve, config_bytes, columns)
 //       -> bytes of the rewritten GraphDef
+//
+// `columns` is the graph's nodes as columns (names, ops, inputs, main dtypes, ...; see NodeColumns),
+// read from the GraphDef the shim already holds: the Python side indexes the graph from them
+// instead of reading every node's fields back through protobuf.
 //
 // All decisions live in Python. This file only serializes, calls and parses, with one shortcut:
 // a function item (If/While branches, gradients, a GeOp body) whose every node carries the stamp
@@ -33,6 +37,8 @@
 
 #include <cctype>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -175,6 +181,97 @@ PyObject* ToPyBytes(const std::string& data) {
                                    static_cast<Py_ssize_t>(data.size()));
 }
 
+// One Python str per distinct text: an input that names a node is the object of the node's name, so
+// the Python side's dicts hash each text once. Owns a reference to each str it made.
+class Interner {
+ public:
+  ~Interner() {
+    for (auto& entry : made_) Py_DECREF(entry.second);
+  }
+  // A new reference, or nullptr with a Python error set.
+  PyObject* Get(const std::string& text) {
+    auto found = made_.find(std::string_view(text));
+    if (found != made_.end()) {
+      Py_INCREF(found->second);
+      return found->second;
+    }
+    PyObject* made = PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+    if (made == nullptr) return nullptr;
+    made_.emplace(std::string_view(text), made);  // the view points into the GraphDef, alive for the call
+    Py_INCREF(made);
+    return made;
+  }
+
+ private:
+  std::unordered_map<std::string_view, PyObject*> made_;
+};
+
+// The main dtype of a node, as graph/table.py main_dtype reads it (keep the two alike): the first of
+// these attrs holding a type, else the first type of these list attrs; DT_INVALID (0) for none.
+int MainDtype(const tensorflow::NodeDef& node) {
+  static const char* const kTypeAttrs[] = {"T", "dtype", "DstT", "Tparams", "out_type"};
+  static const char* const kListAttrs[] = {"T", "Tin", "dtypes"};
+  const auto& attrs = node.attr();
+  for (const char* key : kTypeAttrs) {
+    auto found = attrs.find(key);
+    if (found != attrs.end() && found->second.value_case() == tensorflow::AttrValue::kType) {
+      return found->second.type();
+    }
+  }
+  for (const char* key : kListAttrs) {
+    auto found = attrs.find(key);
+    if (found != attrs.end() && found->second.list().type_size() > 0) {
+      return found->second.list().type(0);
+    }
+  }
+  return tensorflow::DT_INVALID;
+}
+
+// The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
+// (names, ops, inputs (a list of input strings per node), main dtypes, nodes without the stamp,
+// the option digests earlier runs left). New reference, or nullptr with a Python error set.
+PyObject* NodeColumns(const GraphDef& graph) {
+  const Py_ssize_t count = graph.node_size();
+  Interner texts;
+  PyRef names(PyList_New(count)), ops(PyList_New(count)), inputs(PyList_New(count)),
+      dtypes(PyList_New(count)), digests(PyList_New(0));
+  if (!names || !ops || !inputs || !dtypes || !digests) return nullptr;
+  long unstamped = 0;
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    const tensorflow::NodeDef& node = graph.node(static_cast<int>(i));
+    PyObject* name = texts.Get(node.name());
+    PyObject* op = texts.Get(node.op());
+    PyObject* dtype = PyLong_FromLong(MainDtype(node));
+    PyObject* node_inputs = PyList_New(node.input_size());
+    if (name == nullptr || op == nullptr || dtype == nullptr || node_inputs == nullptr) {
+      Py_XDECREF(name);
+      Py_XDECREF(op);
+      Py_XDECREF(dtype);
+      Py_XDECREF(node_inputs);
+      return nullptr;
+    }
+    PyList_SET_ITEM(names.get(), i, name);
+    PyList_SET_ITEM(ops.get(), i, op);
+    PyList_SET_ITEM(dtypes.get(), i, dtype);
+    PyList_SET_ITEM(inputs.get(), i, node_inputs);
+    for (int j = 0; j < node.input_size(); ++j) {
+      PyObject* text = texts.Get(node.input(j));
+      if (text == nullptr) return nullptr;
+      PyList_SET_ITEM(node_inputs, j, text);
+    }
+    const auto& attrs = node.attr();
+    if (!attrs.contains(kSeenAttr)) ++unstamped;
+    auto digest = attrs.find(kOptionsAttr);
+    if (digest != attrs.end()) {
+      PyRef text(PyUnicode_DecodeASCII(digest->second.s().data(),
+                                       static_cast<Py_ssize_t>(digest->second.s().size()), "replace"));
+      if (!text || PyList_Append(digests.get(), text.get()) != 0) return nullptr;
+    }
+  }
+  return Py_BuildValue("(OOOOlO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
+                       digests.get());
+}
+
 class NpuOptimizer : public CustomGraphOptimizer {
  public:
   explicit NpuOptimizer(std::string name) : name_(std::move(name)) {}
@@ -261,13 +358,13 @@ class NpuOptimizer : public CustomGraphOptimizer {
                                             " has no ", kEntryFunction, ": ",
                                             FetchPythonError());
       }
-      PyRef args(Py_BuildValue("(NNNNNN)",
+      PyRef args(Py_BuildValue("(NNNNNNN)",
                                PyUnicode_FromStringAndSize(
                                    item.id.data(),
                                    static_cast<Py_ssize_t>(item.id.size())),
                                ToPyBytes(graph_bytes), ToPyList(item.fetch),
                                ToPyList(feed), ToPyList(preserve),
-                               ToPyBytes(config_bytes_)));
+                               ToPyBytes(config_bytes_), NodeColumns(item.graph)));
       if (!args) {
         return tensorflow::errors::Internal(
             "NpuOptimizer: cannot build the call arguments: ",
@@ -370,3 +467,4 @@ REGISTER_OPTIMIZATION(tensorflow::OptimizationPassRegistry::POST_REWRITE_FOR_EXE
 
 }  // namespace
 }  // namespace npu_sim_bridge
+

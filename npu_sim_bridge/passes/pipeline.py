@@ -24,6 +24,7 @@ from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError
 from npu_sim_bridge.fileio import unique_base, write_atomic
 from npu_sim_bridge.graph.control_hubs import Hub
 from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS
+from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.validate import validate_graph
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, ItemInfo, PassContext
@@ -112,18 +113,20 @@ def _gc_paused():
 
 
 def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None = None,
-                 remember: bool = True, source_bytes: bytes | None = None) -> PipelineResult:
+                 remember: bool = True, source_bytes: bytes | None = None,
+                 table: NodeTable | None = None) -> PipelineResult:
     """Rewrite `graph_def` as the options say; returns the graph and its report.
 
     The pipeline works on a copy, unless the caller also gives `source_bytes`, the GraphDef
     serialized (as Grappler hands it over): then `graph_def` itself is edited, and the bytes are
-    parsed again only where a report needs the graph as it came.
+    parsed again only where a report needs the graph as it came. `table`: the GraphDef's node
+    columns (with SEEN_ATTR as the stamp), when the caller has them.
     """
     with _gc_paused():
-        return _run_pipeline(graph_def, options, item, remember, source_bytes)
+        return _run_pipeline(graph_def, options, item, remember, source_bytes, table)
 
 
-def _run_pipeline(graph_def, options, item, remember, source_bytes) -> PipelineResult:
+def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> PipelineResult:
     started = time.perf_counter()
     item = item or ItemInfo()
     if _geop_body(item):
@@ -141,15 +144,19 @@ def _run_pipeline(graph_def, options, item, remember, source_bytes) -> PipelineR
         report.warn(text)
 
     ran = [graph_pass for graph_pass in selected_passes(options) if graph_pass.wanted(options)]
+    if table is None:
+        table = NodeTable.of(work, stamp_attr=SEEN_ATTR)
     try:
-        view = GraphView(work, gather_control_inputs=bool(ran) and not item.is_function)
+        view = GraphView(work, gather_control_inputs=bool(ran) and not item.is_function, table=table)
         validate_graph(view, where="input graph", allow_external=_external_names(item))
     except GraphValidationError as err:
         raise GraphValidationError(f"NpuOptimizer cannot rewrite an invalid graph: {err}") from None
 
-    report.record_graph(view.nodes())
+    report.record_graph(table, extra=[view.node(hub.name) for hub in view.hubs])
     _report_hubs(report, view.hubs)
-    report.rerun = _already_rewritten(view)
+    # Grappler's later iterations: NpuOptimizer has seen the graph (GeOp bodies never get here,
+    # see _stamped_body).
+    report.rerun = table.unstamped < len(table)
     ignored = envvars.ignored_note()
     if ignored:
         report.warn(ignored)
@@ -234,12 +241,6 @@ def _place_new_nodes(view: GraphView, report: Report) -> None:
             node.device = fallback
 
 
-def _already_rewritten(view: GraphView) -> bool:
-    """True for Grappler's later iterations: NpuOptimizer has seen the graph (GeOp bodies never get
-    here, see _stamped_body)."""
-    return any(SEEN_ATTR in node.attr for node in view.nodes())
-
-
 def _geop_body(item: ItemInfo) -> bool:
     """A GeOp body Grappler hands over as a function item: the partition pass outlined it and every
     node in it was decided in its caller's run (the caller's report holds those decisions)."""
@@ -290,16 +291,19 @@ def covered_by_caller(graph_def: graph_pb2.GraphDef, item: ItemInfo) -> bool:
                                     if node.op not in _FUNCTION_EDGE_OPS)
 
 
-def nothing_new(graph_def: graph_pb2.GraphDef, item: ItemInfo) -> bool:
+def nothing_new(graph_def: graph_pb2.GraphDef, item: ItemInfo, table: NodeTable | None = None) -> bool:
     """True when the pipeline has already seen every node Grappler hands over, and every node of the
     library's functions: a function body covered by its caller, or Grappler's later iteration over a
     graph that no other optimizer changed in between. The pipeline would return the graph unchanged
     (it is idempotent), so the caller can hand it back as it came. A node another optimizer added
-    carries no stamp, and then the pipeline runs.
+    carries no stamp, and then the pipeline runs. `table`: the graph's node columns, when known.
     """
     if item.is_function:
         return covered_by_caller(graph_def, item)
-    if not graph_def.node or not all(SEEN_ATTR in node.attr for node in graph_def.node):
+    if table is not None:
+        if not len(table) or table.unstamped:
+            return False
+    elif not graph_def.node or not all(SEEN_ATTR in node.attr for node in graph_def.node):
         return False
     return all(SEEN_ATTR in node.attr for function in graph_def.library.function for node in function.node_def)
 

@@ -18,24 +18,13 @@ from typing import Any
 from tensorflow.core.framework import node_def_pb2, types_pb2
 from tensorflow.python.framework import dtypes
 
+from npu_sim_bridge.graph.table import NodeTable, main_dtype
 from npu_sim_bridge.report.reasons import Reason, as_reason
 
-# Attributes whose type value is "the" dtype of a node, in the order they are consulted.
-_DTYPE_ATTRS = ("T", "dtype", "DstT", "Tparams", "out_type")
-
-
 def node_dtype(node: node_def_pb2.NodeDef) -> str | None:
-    """The main dtype of a node as a name ('float32'), or None when it has none."""
-    attrs = node.attr
-    for key in _DTYPE_ATTRS:
-        if key in attrs:
-            value = attrs[key]
-            if value.WhichOneof("value") == "type":
-                return _dtype_name(value.type)
-    for key in ("T", "Tin", "dtypes"):
-        if key in attrs and attrs[key].list.type:
-            return _dtype_name(attrs[key].list.type[0])
-    return None
+    """The main dtype of a node as a name ('float32'), or None when it has none (see graph.table)."""
+    found = main_dtype(node)
+    return _dtype_name(found) if found else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,13 +140,20 @@ class Report:
         self.skipped: str | None = None
         self.rerun = False  # the graph had been through NpuOptimizer already (a later iteration)
 
-    def record_graph(self, nodes) -> None:
-        """Create one decision record per node of the input graph."""
-        for node in nodes:
+    def record_graph(self, table: NodeTable, extra=()) -> None:
+        """Create one decision record per node of the input graph (`table`'s), then one per NodeDef
+        in `extra` (nodes the view added as it was built)."""
+        records = self.nodes
+        names = {}  # dtype -> its name
+        for name, op, dtype in zip(table.names, table.ops, table.dtypes):
+            text = names.get(dtype)
+            if text is None and dtype:
+                text = names[dtype] = _dtype_name(dtype)
+            records[name] = NodeDecision(name, op, None, text, text)
+        for node in extra:
             dtype = node_dtype(node)
-            self.nodes[node.name] = NodeDecision(
-                name=node.name, op=node.op, dtype_before=dtype, dtype_after=dtype)
-        self.nodes_before = len(self.nodes)
+            records[node.name] = NodeDecision(node.name, node.op, None, dtype, dtype)
+        self.nodes_before = len(records)
 
     def node(self, name: str) -> NodeDecision:
         return self.nodes[name]

@@ -1,0 +1,91 @@
+"""A GraphDef's nodes as columns: what the view's index and the report's first records are built from.
+
+Reading a node's fields back through protobuf costs a Python object per field and per input string
+(ResNet-50's training graph: 8,330 nodes, 91,797 input strings, 9,032 of them distinct). Inside a
+Session the C++ shim already holds the GraphDef and hands these columns over with it, one Python
+string per distinct text; elsewhere `NodeTable.of` reads them from the protobuf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tensorflow.core.framework import graph_pb2, node_def_pb2, types_pb2
+
+__all__ = ["NodeTable", "main_dtype"]
+
+# The attrs whose type value is "the" dtype of a node, in the order they are consulted; then the list
+# attrs whose first type is. The shim's MainDtype (native/npu_optimizer.cc) reads them the same way.
+_TYPE_ATTRS = ("T", "dtype", "DstT", "Tparams", "out_type")
+_LIST_ATTRS = ("T", "Tin", "dtypes")
+
+
+def main_dtype(node: node_def_pb2.NodeDef) -> int:
+    """The main DataType of a node (DT_FLOAT for a float32 Conv2D), or DT_INVALID (0) when it has none."""
+    attrs = node.attr
+    for key in _TYPE_ATTRS:
+        if key in attrs:
+            value = attrs[key]
+            if value.WhichOneof("value") == "type":
+                return value.type
+    for key in _LIST_ATTRS:
+        if key in attrs and attrs[key].list.type:
+            return attrs[key].list.type[0]
+    return types_pb2.DT_INVALID
+
+
+class NodeTable:
+    """Per node, in GraphDef order: name, op, input strings and main dtype; plus the count of nodes
+    without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
+
+    __slots__ = ("names", "ops", "inputs", "_dtypes", "unstamped", "digests", "_nodes")
+
+    def __init__(self, names: list[str], ops: list[str], inputs: list[list[str]], dtypes: list[int] | None,
+                 unstamped: int, digests: Sequence[str], nodes=None):
+        """`dtypes` None: read from `nodes` (the GraphDef's node field) when first asked for."""
+        self.names = names
+        self.ops = ops
+        self.inputs = inputs      # read-only: a view copies them
+        self._dtypes = dtypes
+        self.unstamped = unstamped
+        self.digests = frozenset(digests)
+        self._nodes = nodes
+
+    @property
+    def dtypes(self) -> list[int]:
+        if self._dtypes is None:
+            self._dtypes = [main_dtype(node) for node in self._nodes]
+            self._nodes = None
+        return self._dtypes
+
+    @classmethod
+    def of(cls, graph_def: graph_pb2.GraphDef, stamp_attr: str = "", digest_attr: str = "") -> "NodeTable":
+        """The columns read from the protobuf (what the shim hands over inside a Session). Without
+        `stamp_attr`, every node counts as unstamped; without `digest_attr`, there are no digests."""
+        nodes = graph_def.node
+        unstamped = 0 if stamp_attr else len(nodes)
+        digests = []
+        for node in nodes if stamp_attr or digest_attr else ():
+            attrs = node.attr
+            if stamp_attr and stamp_attr not in attrs:
+                unstamped += 1
+            digest = attrs.get(digest_attr) if digest_attr else None
+            if digest is not None:
+                digests.append(digest.s.decode("ascii", "replace"))
+        return cls([node.name for node in nodes], [node.op for node in nodes],
+                   [list(node.input) for node in nodes], None, unstamped, digests, nodes)
+
+    @classmethod
+    def from_columns(cls, columns: tuple, graph_def: graph_pb2.GraphDef) -> "NodeTable":
+        """The shim's columns (names, ops, inputs, dtypes, unstamped, digests) of `graph_def`."""
+        table = cls(*columns)
+        nodes = graph_def.node
+        count = len(table.names)
+        if not (len(nodes) == count == len(table.ops) == len(table.inputs) == len(table.dtypes)) or (
+                count and (nodes[0].name != table.names[0] or nodes[-1].name != table.names[-1])):
+            raise ValueError(f"the node columns ({count} names) do not describe this GraphDef "
+                             f"({len(nodes)} nodes)")
+        return table
+
+    def __len__(self) -> int:
+        return len(self.names)

@@ -1,0 +1,134 @@
+"""The node columns the shim hands over with a Grappler item, against the same columns read in Python."""
+
+import pytest
+import tensorflow as tf
+from tensorflow.core.framework import graph_pb2, types_pb2
+from tensorflow.core.protobuf import rewriter_config_pb2
+from tensorflow.python.grappler import tf_optimizer
+
+import npu_sim_bridge  # noqa: F401  (loads the shim)
+from npu_sim_bridge.graph.table import NodeTable, main_dtype
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.native import entry
+from npu_sim_bridge.passes.base import SEEN_ATTR
+from npu_sim_bridge.report.model import node_dtype
+
+_v1 = tf.compat.v1
+
+
+def _graph():
+    """Nodes whose main dtype comes from each rule: T, dtype, DstT, Tparams, out_type, a T list, Tin, none."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = _v1.placeholder(tf.float32, [4, 3], name="x")
+        w = tf.constant([[1.0], [2.0], [3.0]], name="w")
+        y = tf.matmul(x, w, name="y")
+        half = tf.cast(y, tf.float16, name="half")
+        indices = tf.constant([0, 2], name="indices")
+        gathered = tf.raw_ops.GatherV2(params=half, indices=indices, axis=0, name="gathered")
+        shape = tf.raw_ops.Shape(input=gathered, out_type=tf.int64, name="shape")
+        pair = tf.raw_ops.IdentityN(input=[y, shape], name="pair")
+        with tf.name_scope("called"):
+            called = tf.function(lambda a: a * 2.0)(pair[0])  # a PartitionedCall: Tin
+        with tf.control_dependencies([called]):
+            tf.no_op(name="train")
+    return graph
+
+
+def _columns_from_the_shim(graph, monkeypatch, iterations=rewriter_config_pb2.RewriterConfig.ONE):
+    """(graph_def, columns) of every call Grappler made into the entry for `graph`."""
+    graph.add_to_collection("train_op", graph.get_operation_by_name("train"))
+    meta = _v1.train.export_meta_graph(graph=graph)
+    config = _v1.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.min_graph_nodes = -1
+    rewrite.meta_optimizer_iterations = iterations
+    rewrite.optimizers.append("NpuOptimizer")
+    custom = rewrite.custom_optimizers.add(name="NpuOptimizer")
+    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    calls = []
+    real = entry.optimize
+
+    def spy(item_id, graph_bytes, *rest):
+        calls.append((graph_pb2.GraphDef.FromString(graph_bytes), rest[-1] if len(rest) == 5 else None))
+        return real(item_id, graph_bytes, *rest)
+
+    monkeypatch.setattr(entry, "optimize", spy)
+    optimized = tf_optimizer.OptimizeGraph(config, meta)
+    return calls, optimized
+
+
+def _fields(table):
+    return table.names, table.ops, table.inputs, table.dtypes, table.unstamped, table.digests
+
+
+def test_the_shims_columns_are_the_ones_python_reads(monkeypatch):
+    calls, _ = _columns_from_the_shim(_graph(), monkeypatch)
+    assert calls and all(columns is not None for _, columns in calls)
+    graph_def, columns = calls[0]
+    native = NodeTable.from_columns(columns, graph_def)
+    python = NodeTable.of(graph_def, stamp_attr=SEEN_ATTR, digest_attr=entry.OPTIONS_ATTR)
+    assert _fields(native) == _fields(python)
+    dtypes = dict(zip(native.names, native.dtypes))
+    assert dtypes["x"] == dtypes["y"] == types_pb2.DT_FLOAT    # dtype, T
+    assert dtypes["half"] == types_pb2.DT_HALF                 # DstT
+    assert dtypes["gathered"] == types_pb2.DT_HALF             # Tparams
+    assert dtypes["shape"] == types_pb2.DT_HALF                # T comes before out_type
+    assert dtypes["pair"] == types_pb2.DT_FLOAT                # the first of a T list
+    call = next(node.name for node in graph_def.node if node.op.endswith("PartitionedCall"))
+    assert dtypes[call] == types_pb2.DT_FLOAT                  # Tin
+    assert dtypes["train"] == types_pb2.DT_INVALID             # none
+    # One Python string per distinct text: the input naming x is the name's own object.
+    assert any(text is native.names[native.names.index("x")] for text in native.inputs[native.names.index("y")])
+
+
+def test_a_stamped_graph_hands_over_its_stamps_and_digest(monkeypatch):
+    """Grappler's second iteration hands back the rewritten graph: every node stamped, one digest."""
+    calls, _ = _columns_from_the_shim(_graph(), monkeypatch, rewriter_config_pb2.RewriterConfig.TWO)
+    second = [(graph_def, columns) for graph_def, columns in calls
+              if any(SEEN_ATTR in node.attr for node in graph_def.node)]
+    assert second, "the second iteration reached the entry"
+    graph_def, columns = second[0]
+    native = NodeTable.from_columns(columns, graph_def)
+    assert _fields(native) == _fields(NodeTable.of(graph_def, stamp_attr=SEEN_ATTR, digest_attr=entry.OPTIONS_ATTR))
+    assert native.unstamped == sum(SEEN_ATTR not in node.attr for node in graph_def.node)
+    assert len(native.digests) == 1
+
+
+def test_main_dtype_and_the_reports_dtype_name_agree():
+    graph_def = _graph().as_graph_def()
+    for node in graph_def.node:
+        found = main_dtype(node)
+        assert node_dtype(node) == (tf.dtypes.as_dtype(found).name if found else None), node.name
+
+
+def test_columns_of_another_graph_fail_the_run_with_a_message():
+    graph_def = _graph().as_graph_def()
+    other = NodeTable.of(graph_def)
+    columns = (other.names[:-1], other.ops[:-1], other.inputs[:-1], other.dtypes[:-1], 0, [])
+    config = rewriter_config_pb2.RewriterConfig.CustomGraphOptimizer(name="NpuOptimizer")
+    failing = graph_pb2.GraphDef.FromString(entry.optimize(
+        "tf_graph", graph_def.SerializeToString(), ["train"], [], ["train"], config.SerializeToString(), columns))
+    message = next(node for node in failing.node if node.name == "npu_sim_error/message")
+    assert b"node columns" in message.attr["value"].tensor.string_val[0]
+
+
+def test_a_view_built_from_columns_indexes_the_graph_as_from_the_protobuf():
+    graph_def = _graph().as_graph_def()
+    table = NodeTable.of(graph_def)
+    first, second = graph_pb2.GraphDef(), graph_pb2.GraphDef()
+    first.CopyFrom(graph_def)
+    second.CopyFrom(graph_def)
+    from_columns = GraphView(first, table=table)
+    from_protobuf = GraphView(second)
+    assert from_columns.records() == from_protobuf.records()
+    assert from_columns.consumer_index() == from_protobuf.consumer_index()
+    from_columns.set_input("y", 0, "w")
+    assert table.inputs[table.names.index("y")][0] == "x", "the view edits its own copy of the columns"
+
+
+def test_duplicate_names_are_refused_by_name():
+    graph_def = _graph().as_graph_def()
+    graph_def.node.add().CopyFrom(graph_def.node[0])
+    with pytest.raises(Exception, match="duplicate node names: x"):
+        GraphView(graph_def)
