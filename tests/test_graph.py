@@ -309,3 +309,45 @@ def test_the_order_validation_found_is_reused_until_the_graph_is_edited():
     view.set_input("c", 0, TensorRef("d", 0))
     view.remove_input("b", 0)
     assert topological_order(view) == ["a", "b", "d", "c"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=20), max_size=3), min_size=1, max_size=20),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=40), st.integers(min_value=0, max_value=40)),
+                max_size=6))
+def test_a_validated_view_orders_added_nodes_right_after_their_inputs(edges, casts):
+    """After an edit and its validation, the order comes from the ranks validation left: the nodes of
+    the last complete check keep their order, an inserted node sits right after the input it reads
+    (ties in insertion order), and every edge still runs forward."""
+    graph_def = graph_pb2.GraphDef()
+    for index, inputs in enumerate(edges):
+        node = graph_def.node.add(name=f"n{index}", op="AddN")
+        node.input.extend(f"n{j}" for j in inputs if j < index)
+    view = GraphView(graph_def)
+    validate_graph(view)
+    before = topological_order(view)
+    inserted = []
+    for number, (producer, consumer) in enumerate(casts):  # a Cast on an edge, or off a producer
+        producer = inserted[producer % len(inserted)] if inserted and producer % 2 else before[producer % len(before)]
+        cast = f"cast{number}"
+        view.add_node(node_def_pb2.NodeDef(name=cast, op="Cast", input=[producer]))
+        users = [user for user in view.consumers(producer) if user != cast and not user.startswith("cast")]
+        if users:
+            user = users[consumer % len(users)]
+            index = next(i for i, text in enumerate(view.input_texts(user)) if parse_input(text).node == producer)
+            view.set_input(user, index, cast)
+        inserted.append(cast)
+    validate_graph(view)
+    order = topological_order(view)
+    assert sorted(order) == sorted(view.names())
+    assert [name for name in order if name in before] == before
+    position = {name: i for i, name in enumerate(order)}
+    for name in view.names():
+        for producer in view.producers(name):
+            assert position[producer] < position[name]
+    for cast in inserted:
+        (producer,) = view.producers(cast)
+        between = order[position[producer] + 1:position[cast]]
+        assert all(name in inserted for name in between), (cast, between)
+    view.add_node(node_def_pb2.NodeDef(name="late", op="NoOp", input=["^" + before[0]]))
+    assert topological_order(view)[-1] == "late"  # edited since validation: Kahn's over the whole graph
