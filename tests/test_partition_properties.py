@@ -1,6 +1,7 @@
 """Property-based: on random graphs of device and host ops, partitioning stays valid, acyclic and exact."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -220,3 +221,40 @@ def test_a_frame_fed_by_a_node_numbered_after_it_is_ordered_by_kahns_queue():
     assert units.of["eb"] == frame and y > frame
     assert units.order == _kahn_lowest_first(units.pred)
     assert units.order.index(y) < units.order.index(frame)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda count: st.tuples(
+    st.just(count),
+    st.lists(st.tuples(st.integers(0, count - 1), st.integers(0, count - 1)), max_size=3 * count),
+    st.lists(st.booleans(), min_size=count, max_size=count),
+    st.sets(st.integers(0, count - 1), max_size=3))))
+def test_the_shims_segment_kernel_answers_as_the_python_one(case):
+    """Layers, reach and segments of random unit graphs: NpuSimSegments against _segments_py, also
+    with units left out of the order (a cycle's) and edges into and out of them."""
+    from types import SimpleNamespace
+
+    from npu_sim_bridge.native.build import shim_function
+    from npu_sim_bridge.passes.partition import cluster
+
+    count, edges, device, left_out = case
+    succ = [sorted({b for a, b in edges if a == unit and a < b}) for unit in range(count)]
+    pred = [sorted({a for a, b in edges if b == unit and a < b}) for unit in range(count)]
+    order = [unit for unit in range(count) if unit not in left_out]
+    units = SimpleNamespace(order=order, pred=pred, succ=succ, nodes=[[f"n{unit}"] for unit in range(count)])
+    kernel = shim_function("NpuSimSegments")
+    assert kernel is not None, "the shim is loaded in tests"
+    expected = cluster._segments_py(units, device)
+    found = kernel((order, pred, succ, device))
+    assert found == expected
+    assert [list(map(type, values)) for values in found[2:]] == [list(map(type, values)) for values in expected[2:]]
+
+
+def test_the_segment_kernel_refuses_units_out_of_range():
+    from npu_sim_bridge.native.build import shim_function
+
+    kernel = shim_function("NpuSimSegments")
+    with pytest.raises(ValueError, match="out of range"):
+        kernel(([0, 1], [[], [5]], [[1], []], [True, True]))
+    with pytest.raises(TypeError):
+        kernel(([0], [[]], [[]]))

@@ -44,6 +44,8 @@ logger = logging.getLogger("npu_sim_bridge")
 _load_lock = threading.Lock()
 _loaded_path: str | None = None
 _ops_module = None
+_shim_dll = None
+_shim_functions: dict = {}
 
 
 def cache_root() -> str:
@@ -240,6 +242,28 @@ def load_native() -> str:
                 "`python -m npu_sim_bridge.native.build --force`.") from err
         _loaded_path = path
         return path
+
+
+def shim_function(name: str):
+    """The kernel `name` the loaded shim exports for Python (a ctypes function of one Python object,
+    called with the GIL held), or None when this process has not loaded the shim (each kernel has a
+    Python twin for that case)."""
+    global _shim_dll
+    found = _shim_functions.get(name)
+    if found is not None:
+        return found
+    import ctypes
+
+    with _load_lock:
+        if _loaded_path is None:
+            return None
+        if _shim_dll is None:
+            _shim_dll = ctypes.PyDLL(_loaded_path)  # the library tf.load_library has mapped already
+    function = getattr(_shim_dll, name)
+    function.restype = ctypes.py_object
+    function.argtypes = [ctypes.py_object]
+    _shim_functions[name] = function
+    return function
 
 
 def native_skipped() -> bool:

@@ -11,7 +11,10 @@
 // read from the GraphDef the shim already holds: the Python side indexes the graph from them
 // instead of reading every node's fields back through protobuf.
 //
-// All decisions live in Python. This file only serializes, calls and parses, with one shortcut:
+// All decisions live in Python. This file serializes, calls and parses, and exports a few kernels
+// the Python side calls through ctypes where a sweep over every node or unit is too slow in Python
+// (each has a Python twin, used where the shim is not loaded, and a test that compares the two).
+// One shortcut:
 // a function item (If/While branches, gradients, a GeOp body) whose every node carries the stamp
 // its caller's rewrite left goes back as it came, as the entry would hand it back
 // (pipeline.covered_by_caller), without a copy of its bytes crossing to Python and back. Grappler
@@ -35,7 +38,9 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -468,3 +473,172 @@ REGISTER_OPTIMIZATION(tensorflow::OptimizationPassRegistry::POST_REWRITE_FOR_EXE
 }  // namespace
 }  // namespace npu_sim_bridge
 
+
+// ------------------------------------------------------------------------------------------------
+// Kernels Python calls through ctypes (native/build.py shim_function), holding the GIL. Each has a
+// Python twin that gives the same answer where the shim is not loaded; tests compare the two.
+
+namespace npu_sim_bridge {
+namespace {
+
+constexpr int64_t kInf = INT64_MAX;  // float("inf") on the Python side
+
+// A Python list of ints -> vector; false with a Python error set.
+bool ToInts(PyObject* list, std::vector<int64_t>* out) {
+  PyRef items(PySequence_Fast(list, "expected a list of ints"));
+  if (!items) return false;
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(items.get());
+  out->resize(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    (*out)[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(items.get(), i));
+    if ((*out)[i] == -1 && PyErr_Occurred()) return false;
+  }
+  return true;
+}
+
+bool ToIntLists(PyObject* lists, std::vector<std::vector<int64_t>>* out) {
+  PyRef items(PySequence_Fast(lists, "expected a list of lists of ints"));
+  if (!items) return false;
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(items.get());
+  out->resize(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (!ToInts(PySequence_Fast_GET_ITEM(items.get(), i), &(*out)[i])) return false;
+  }
+  return true;
+}
+
+PyObject* LayerValue(int64_t value) {
+  return value == kInf ? PyFloat_FromDouble(Py_HUGE_VAL) : PyLong_FromLongLong(value);
+}
+
+PyObject* ToPyInts(const std::vector<int64_t>& values) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
+  for (size_t i = 0; list != nullptr && i < values.size(); ++i) {
+    PyObject* item = LayerValue(values[i]);
+    if (item == nullptr) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+  }
+  return list;
+}
+
+size_t FindRoot(std::vector<size_t>* parent, size_t unit) {
+  auto& up = *parent;
+  while (up[unit] != unit) {
+    up[unit] = up[up[unit]];
+    unit = up[unit];
+  }
+  return unit;
+}
+
+}  // namespace
+}  // namespace npu_sim_bridge
+
+// passes/partition/cluster.py _segments_py, over the units of a graph: (order, pred, succ, device)
+// -> (segment_of, segments, layer, reach_device). Layers are ASAP then ALAP over `order`; device
+// units joined by an edge within one layer form a segment; segments come in the order of their first
+// member. nullptr with a Python error set for arguments of the wrong shape.
+extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObject* args) {
+  using npu_sim_bridge::kInf;
+  using npu_sim_bridge::PyRef;
+  PyObject *order_arg, *pred_arg, *succ_arg, *device_arg;
+  if (!PyArg_ParseTuple(args, "OOOO", &order_arg, &pred_arg, &succ_arg, &device_arg)) return nullptr;
+  std::vector<int64_t> order, device;
+  std::vector<std::vector<int64_t>> pred, succ;
+  if (!npu_sim_bridge::ToInts(order_arg, &order) || !npu_sim_bridge::ToIntLists(pred_arg, &pred) ||
+      !npu_sim_bridge::ToIntLists(succ_arg, &succ) || !npu_sim_bridge::ToInts(device_arg, &device)) {
+    return nullptr;
+  }
+  const size_t count = pred.size();
+  bool shaped = succ.size() == count && device.size() == count;
+  for (int64_t unit : order) shaped = shaped && unit >= 0 && static_cast<size_t>(unit) < count;
+  for (const auto* links : {&pred, &succ}) {
+    for (const auto& units : *links) {
+      for (int64_t unit : units) shaped = shaped && unit >= 0 && static_cast<size_t>(unit) < count;
+    }
+  }
+  if (!shaped) {
+    PyErr_SetString(PyExc_ValueError, "NpuSimSegments: units out of range or lists of different lengths");
+    return nullptr;
+  }
+  // ASAP: a unit's layer is the highest among its sources, plus one after a host source that has a
+  // device ancestor when the unit is on the device.
+  std::vector<int64_t> layer_asap(count, 0), stepped(count, 0);
+  std::vector<char> device_ancestor(count, 0);
+  for (int64_t unit : order) {
+    const auto& sources = pred[unit];
+    if (!sources.empty()) {
+      int64_t highest = INT64_MIN;
+      if (device[unit]) {
+        for (int64_t source : sources) highest = std::max(highest, stepped[source]);
+        device_ancestor[unit] = 1;
+      } else {
+        char any = 0;
+        for (int64_t source : sources) {
+          highest = std::max(highest, layer_asap[source]);
+          any = any || device_ancestor[source];
+        }
+        device_ancestor[unit] = any;
+      }
+      layer_asap[unit] = highest;
+    } else {
+      device_ancestor[unit] = device[unit] ? 1 : 0;
+    }
+    stepped[unit] = layer_asap[unit] + ((device[unit] || !device_ancestor[unit]) ? 0 : 1);
+  }
+  // ALAP: as late as the consumers allow.
+  std::vector<int64_t> layer(count, 0), reach(count, kInf), reach_device(count, kInf);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int64_t unit = *it;
+    int64_t limit = kInf;
+    if (device[unit]) {
+      for (int64_t target : succ[unit]) limit = std::min(limit, reach_device[target]);
+      layer[unit] = reach[unit] = reach_device[unit] = limit == kInf ? layer_asap[unit] : limit;
+    } else {
+      for (int64_t target : succ[unit]) limit = std::min(limit, reach[target]);
+      reach[unit] = limit;
+      reach_device[unit] = limit == kInf ? kInf : limit - 1;
+    }
+  }
+  // Device units joined by an edge within one layer share a segment.
+  std::vector<size_t> parent(count);
+  for (size_t unit = 0; unit < count; ++unit) parent[unit] = unit;
+  for (int64_t unit : order) {
+    if (!device[unit]) continue;
+    for (int64_t target : succ[unit]) {
+      if (!device[target] || layer[target] != layer[unit]) continue;
+      const size_t a = npu_sim_bridge::FindRoot(&parent, static_cast<size_t>(unit));
+      const size_t b = npu_sim_bridge::FindRoot(&parent, static_cast<size_t>(target));
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+  }
+  std::vector<int64_t> group_of_root(count, -1);
+  std::vector<std::vector<int64_t>> segments;
+  for (int64_t unit : order) {
+    if (!device[unit]) continue;
+    const size_t root = npu_sim_bridge::FindRoot(&parent, static_cast<size_t>(unit));
+    if (group_of_root[root] < 0) {
+      group_of_root[root] = static_cast<int64_t>(segments.size());
+      segments.emplace_back();
+    }
+    segments[group_of_root[root]].push_back(unit);
+  }
+  PyRef segment_of(PyDict_New()), segment_list(PyList_New(static_cast<Py_ssize_t>(segments.size())));
+  if (!segment_of || !segment_list) return nullptr;
+  for (size_t index = 0; index < segments.size(); ++index) {
+    PyObject* members = npu_sim_bridge::ToPyInts(segments[index]);
+    if (members == nullptr) return nullptr;
+    PyList_SET_ITEM(segment_list.get(), static_cast<Py_ssize_t>(index), members);
+    PyRef number(PyLong_FromSize_t(index));
+    if (!number) return nullptr;
+    for (int64_t unit : segments[index]) {
+      PyRef key(PyLong_FromLongLong(unit));
+      if (!key || PyDict_SetItem(segment_of.get(), key.get(), number.get()) != 0) return nullptr;
+    }
+  }
+  PyRef layers(npu_sim_bridge::ToPyInts(layer)), reaches(npu_sim_bridge::ToPyInts(reach_device));
+  if (!layers || !reaches) return nullptr;
+  return PyTuple_Pack(4, segment_of.get(), segment_list.get(), layers.get(), reaches.get());
+}
