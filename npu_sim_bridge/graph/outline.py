@@ -122,8 +122,27 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
                     if is_stateful(view.node(name), library) or name in control_members
                     or (name in keep and not outputs_of[name])]
 
+    # --- the call node ------------------------------------------------------------------------
+    if device is None:
+        devices = Counter(view.node(name).device for name in member_order)
+        device = devices.most_common(1)[0][0] if devices else ""
+    call = node_def_pb2.NodeDef(name=call_name, op="StatefulPartitionedCall" if stateful else "PartitionedCall",
+                                device=device)
+    call.input.extend(call_inputs + control_inputs)
+    call.attr["Tin"].list.type.extend(arg_types)
+    call.attr["Tout"].list.type.extend(outputs_of[ref.node][ref.port].dtype
+                                       for ref, _ in sorted(returned.items(), key=lambda item: item[1]))
+    call.attr["f"].func.name = function_name
+    for key in ("config", "config_proto", "executor_type"):
+        call.attr[key].s = b""
+    for key, value in (call_attrs or {}).items():
+        call.attr[key].CopyFrom(value)
+    if call_name in view:
+        raise GraphValidationError(f"cannot add call node {call_name!r}: the name is taken")
+
     # --- the FunctionDef ----------------------------------------------------------------------
-    func = function_pb2.FunctionDef()
+    # Built in place in the graph's library (the checks above are done: nothing fails half way).
+    func = view.graph_def.library.function.add()
     func.signature.name = function_name
     func.signature.is_stateful = stateful
     taken = set(member_set)
@@ -147,6 +166,8 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     func.attr[NOINLINE_ATTR].b = True
     func.attr[NOSPECIALIZE_ATTR].b = True
 
+    # The member attrs go in as one serialized NodeDef merged into each body node (map entries by key).
+    marks = node_def_pb2.NodeDef(attr=member_attrs or {}).SerializeToString() if member_attrs else b""
     for name in member_order:
         body = func.node_def.add()
         body.CopyFrom(view.node(name))
@@ -161,31 +182,13 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
                 body_inputs.append(arg_names[arg_of[ref]])
         body.input.extend(body_inputs)
         _drop_outside_colocation(body, member_set)
-        for key, value in (member_attrs or {}).items():
-            body.attr[key].CopyFrom(value)
+        if marks:
+            body.MergeFromString(marks)
 
-    # --- the call node and the rewiring -------------------------------------------------------
-    if device is None:
-        devices = Counter(view.node(name).device for name in member_order)
-        device = devices.most_common(1)[0][0] if devices else ""
-    call = node_def_pb2.NodeDef(name=call_name, op="StatefulPartitionedCall" if stateful else "PartitionedCall",
-                                device=device)
-    call.input.extend(call_inputs + control_inputs)
-    call.attr["Tin"].list.type.extend(arg_types)
-    call.attr["Tout"].list.type.extend(outputs_of[ref.node][ref.port].dtype
-                                       for ref, _ in sorted(returned.items(), key=lambda item: item[1]))
-    call.attr["f"].func.name = function_name
-    for key in ("config", "config_proto", "executor_type"):
-        call.attr[key].s = b""
-    for key, value in (call_attrs or {}).items():
-        call.attr[key].CopyFrom(value)
-    if call_name in view:
-        raise GraphValidationError(f"cannot add call node {call_name!r}: the name is taken")
-
+    # --- the rewiring -------------------------------------------------------------------------
     # Add the call, point the outside users at it, then drop the members in one step;
     # the stubs come last because they take members' names.
     library[function_name] = func
-    view.graph_def.library.function.add().CopyFrom(func)
     view.add_node(call)
     for user, index, ref in data_edges:
         view.set_input(user, index, TensorRef(call_name, returned[ref]))
