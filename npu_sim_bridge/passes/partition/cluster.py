@@ -377,6 +377,9 @@ def _unit_placement(units: _Units, host: dict[str, Reason]) -> list[bool]:
     """True for device units; a frame with one host node goes to the host whole."""
     device = []
     for unit, nodes in enumerate(units.nodes):
+        if len(nodes) == 1:  # most units: the node's own placement (a frame's reason would name it)
+            device.append(nodes[0] not in host)
+            continue
         host_nodes = [name for name in nodes if name in host]
         if host_nodes and units.frame[unit]:
             first = host_nodes[0]
