@@ -37,3 +37,11 @@ def test_json_form_holds_text_and_values():
     assert node["reasons"] == [{"code": "host.while_frame", "frame": "w", "node": "p",
                                 "cause": {"code": "host.py_func", "op": "PyFunc"}}]
     assert NodeDecision(name="n", op="Relu") == NodeDecision(name="n", op="Relu")
+
+
+def test_a_record_made_with_its_list_and_reasons_reads_as_one_filled_in_later():
+    made = NodeDecision("conv", "Conv2D", "white", "float32", "float16", reasons=["white list"])
+    later = NodeDecision("conv", "Conv2D")
+    later.list, later.dtype_before, later.dtype_after = "white", "float32", "float16"
+    later.add_reason("white list")
+    assert made == later and made.reason == "white list" and made.list == "white"

@@ -57,7 +57,8 @@ class NodeDecision:
         self.dtype_after = dtype_after
         self.placement = placement        # device | host
         self.geop = geop                  # the GeOp call node that runs it
-        self._reasons: list[Reason | str] = list(reasons) if reasons is not None else []  # as passes gave them
+        # As passes gave them (`list` is the colour in here, not the builtin).
+        self._reasons: list[Reason | str] = [*reasons] if reasons is not None else []
         self._text = reason               # the text of _reasons[:_rendered] (or text set directly)
         self._rendered = len(self._reasons) if reason else 0
 

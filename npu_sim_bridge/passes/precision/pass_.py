@@ -61,7 +61,7 @@ class PrecisionPass(GraphPass):
         host = placement.host_nodes() if placement is not None else set()
         plans = Decider(view, library, lists, mode, fetched, fed, preserved, functions, host=host).run()
         ctx.publish(NpuPortDtypes(plans))
-        _fill_report(report, plans, prefix="")
+        _fill_report(report, _report_rows(plans), prefix="")
         rewriter = None
         round_kernel = rewrite and rounding.uses_kernel(ctx, mode)
         if rewrite:
@@ -120,16 +120,18 @@ class PrecisionPass(GraphPass):
             rename = None
             if key not in done:
                 plans, rewriter, new_fdef = work()
-                done[key] = ([arg.name for arg in fdef.signature.input_arg], plans, rewriter, new_fdef)
+                rows = _report_rows(plans)
+                done[key] = ([arg.name for arg in fdef.signature.input_arg], plans, rewriter, new_fdef, rows)
             else:
-                template_args, plans, rewriter, template_fdef = done[key]
+                template_args, plans, rewriter, template_fdef, rows = done[key]
                 derived = {name: source.node for name, source, *_ in rewriter.inserted} if rewriter else None
                 rename = Renaming(template_args, fdef, derived)
                 new_fdef = rename.function(template_fdef) if template_fdef is not None else None
                 if template_fdef is not None and new_fdef is None:  # a renamed node would clash: work it out
                     plans, rewriter, new_fdef = work()
+                    rows = _report_rows(plans)
                     rename = None
-            _fill_report(report, plans, prefix=f"{fname}/", rename=rename)
+            _fill_report(report, rows, prefix=f"{fname}/", rename=rename)
             count += 1
             if rewriter is not None:
                 _report_inserted(report, rewriter, prefix=f"{fname}/", rename=rename)
@@ -222,24 +224,41 @@ class _Totals:
             self.retyped += rewriter.retyped
 
 
-def _fill_report(report, plans, prefix: str, rename=None) -> None:
-    """Records of the decided nodes; `rename` maps the names of an alike body's plans to this body's."""
+def _report_rows(plans) -> list[tuple]:
+    """What the report says of each decided node: (name, op, whether the list is set, list,
+    (dtype before, dtype after) or None, reason); worked out once for the bodies alike."""
+    rows = []
     for name, plan in plans.items():
-        key = prefix + (rename(name) if rename is not None else name)
-        record = report.nodes.get(key)
-        if record is None:
-            record = report.nodes[key] = NodeDecision(name=key, op=plan.op)
-        if plan.role in (FIXED, GRAY):
-            record.list = plan.colour
+        dtypes = None
         if plan.port_npu is not None:
             floats = [(p.dtype, plan.port_npu[p.list_index]) for p in plan.sig.outputs
                       if p.is_float and p.list_index is not None]
             if floats:
-                record.dtype_before, record.dtype_after = name_of(floats[0][0]), name_of(floats[0][1])
+                dtypes = name_of(floats[0][0]), name_of(floats[0][1])
         elif plan.orig is not None:
-            record.dtype_before, record.dtype_after = name_of(plan.orig), name_of(plan.npu)
-        if plan.reason:
-            record.add_reason(plan.reason)
+            dtypes = name_of(plan.orig), name_of(plan.npu)
+        listed = plan.role in (FIXED, GRAY)
+        rows.append((name, plan.op, listed, plan.colour if listed else None, dtypes, plan.reason))
+    return rows
+
+
+def _fill_report(report, rows, prefix: str, rename=None) -> None:
+    """Records of the decided nodes (`_report_rows`); `rename` maps the names of an alike body's
+    rows to this body's."""
+    records = report.nodes
+    for name, op, listed, colour, dtypes, reason in rows:
+        key = prefix + (rename(name) if rename is not None else name)
+        record = records.get(key)
+        if record is None:  # a body's node: a new record
+            before, after = dtypes if dtypes is not None else (None, None)
+            records[key] = NodeDecision(key, op, colour, before, after, reasons=[reason] if reason else None)
+            continue
+        if listed:
+            record.list = colour
+        if dtypes is not None:
+            record.dtype_before, record.dtype_after = dtypes
+        if reason:
+            record.add_reason(reason)
 
 
 def _report_inserted(report, rewriter, prefix: str, rename=None) -> None:
