@@ -90,7 +90,11 @@ class _Units:
         self.nodes: list[list[str]] = []
         self.frame: list[str] = []
         keys: dict[tuple[str, str], int] = {}
-        for name in order:
+        if not frames:  # no v1 while frame: every node a unit of its own, numbered in `order`
+            self.of = dict(zip(order, range(len(order))))
+            self.nodes = [[name] for name in order]
+            self.frame = [""] * len(order)
+        for name in order if frames else ():
             top = frames.top(name)
             key = ("frame", top) if top and top not in split else ("node", name)
             unit = keys.get(key)
