@@ -117,9 +117,10 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         for port in range(len(outputs_of[name])):
             returned.setdefault(TensorRef(name, port), len(returned))
 
-    stateful = any(is_stateful(view.node(name), library) for name in member_order)
+    stateful_members = {name for name in member_order if is_stateful(view.node(name), library)}
+    stateful = bool(stateful_members)
     control_rets = [name for name in member_order
-                    if is_stateful(view.node(name), library) or name in control_members
+                    if name in stateful_members or name in control_members
                     or (name in keep and not outputs_of[name])]
 
     # --- the call node ------------------------------------------------------------------------
@@ -168,6 +169,7 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
 
     # The member attrs go in as one serialized NodeDef merged into each body node (map entries by key).
     marks = node_def_pb2.NodeDef(attr=member_attrs or {}).SerializeToString() if member_attrs else b""
+    inside: dict[str, str] = {}  # input text of a member's output -> how the body names it
     for name in member_order:
         body = func.node_def.add()
         body.CopyFrom(view.node(name))
@@ -176,8 +178,13 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         for text in view.input_texts(name):
             ref = parse_input(text)
             if ref.node in member_set:
-                body_inputs.append(text if ref.port == CONTROL_PORT
-                                   else outputs_of[ref.node][ref.port].function_output(ref.node))
+                if ref.port == CONTROL_PORT:
+                    body_inputs.append(text)
+                else:
+                    named = inside.get(text)
+                    if named is None:
+                        named = inside[text] = outputs_of[ref.node][ref.port].function_output(ref.node)
+                    body_inputs.append(named)
             elif ref.port != CONTROL_PORT:
                 body_inputs.append(arg_names[arg_of[ref]])
         body.input.extend(body_inputs)
