@@ -229,7 +229,9 @@ def _place_new_nodes(view: GraphView, report: Report) -> None:
     """
     from npu_sim_bridge.graph.names import parse_input
 
-    unplaced = [node for node in view.nodes() if not node.device and node.name not in report.nodes]
+    records = report.nodes
+    unplaced = [node for node in map(view.node, (name for name in view.names() if name not in records))
+                if not node.device]
     if not unplaced or not any(node.device for node in view.nodes()):
         return
     for node in unplaced:

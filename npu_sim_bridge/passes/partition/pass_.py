@@ -279,6 +279,7 @@ class PartitionPass(GraphPass):
                 decision.placement = cluster.DEVICE
                 decision.geop = geop
             geops.append(geop)
+        view.compact()  # drop the outlined members now: the sweeps below go over the live nodes only
         forget_colocation(view)
         ctx.publish(Placement({node.name: (cluster.DEVICE if GEOP_ATTR in node.attr else cluster.HOST)
                                for node in view.nodes()}))
