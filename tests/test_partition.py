@@ -466,3 +466,28 @@ def test_iterations_per_loop_with_mix_compile_mode_fails_sess_run(npu_config):
         with pytest.raises(tf.errors.InvalidArgumentError, match="iterations_per_loop.*must be 1 with"
                                                                  ".*mix_compile_mode.*is True"):
             sess.run(y, {x: FEED})
+
+
+@pytest.mark.parametrize("mix", [False, True])
+def test_the_shims_layering_kernel_places_a_real_model_as_python_does(monkeypatch, mix):
+    """The TF1 batch-norm CNN (v1 cond on a training placeholder, UPDATE_OPS) rewritten with the
+    shim's NpuSimSegments and with its Python twin: the same graph and the same report."""
+    from npu_sim_bridge.native.build import shim_function
+    from npu_sim_bridge.passes.partition import cluster
+    from npu_sim_bridge.testing import zoo
+
+    assert shim_function("NpuSimSegments") is not None, "the shim is loaded in tests"
+    graph = zoo.tf1_batchnorm_cnn().graph
+    options = {"precision_mode": "allow_mix_precision", "mix_compile_mode": mix}
+
+    def rewritten():  # each rewrite numbers its GeOps anew (GeOp<n>_<i>): compare without the number
+        graph_def, report = npu_sim_bridge.rewrite(graph, options)
+        records = [record.to_dict() for record in report.nodes.values()]
+        stats = [(p.name, p.changed, p.stats) for p in report.passes]
+        return re.sub(r"GeOp\d+_", "GeOp_", f"{graph_def}\n{records}\n{stats}")
+
+    with_kernel = rewritten()
+    monkeypatch.setattr(cluster, "shim_function", lambda name: None)
+    without = rewritten()
+    assert with_kernel == without
+    assert "'geop': 'GeOp_" in with_kernel
