@@ -38,25 +38,16 @@ class NodeTable:
     """Per node, in GraphDef order: name, op, input strings and main dtype; plus the count of nodes
     without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
 
-    __slots__ = ("names", "ops", "inputs", "_dtypes", "unstamped", "digests", "_nodes")
+    __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests")
 
-    def __init__(self, names: list[str], ops: list[str], inputs: list[list[str]], dtypes: list[int] | None,
-                 unstamped: int, digests: Sequence[str], nodes=None):
-        """`dtypes` None: read from `nodes` (the GraphDef's node field) when first asked for."""
+    def __init__(self, names: list[str], ops: list[str], inputs: list[list[str]], dtypes: list[int],
+                 unstamped: int, digests: Sequence[str]):
         self.names = names
         self.ops = ops
         self.inputs = inputs      # read-only: a view copies them
-        self._dtypes = dtypes
+        self.dtypes = dtypes
         self.unstamped = unstamped
         self.digests = frozenset(digests)
-        self._nodes = nodes
-
-    @property
-    def dtypes(self) -> list[int]:
-        if self._dtypes is None:
-            self._dtypes = [main_dtype(node) for node in self._nodes]
-            self._nodes = None
-        return self._dtypes
 
     @classmethod
     def of(cls, graph_def: graph_pb2.GraphDef, stamp_attr: str = "", digest_attr: str = "") -> "NodeTable":
@@ -73,7 +64,8 @@ class NodeTable:
             if digest is not None:
                 digests.append(digest.s.decode("ascii", "replace"))
         return cls([node.name for node in nodes], [node.op for node in nodes],
-                   [list(node.input) for node in nodes], None, unstamped, digests, nodes)
+                   [list(node.input) for node in nodes], [main_dtype(node) for node in nodes],
+                   unstamped, digests)
 
     @classmethod
     def from_columns(cls, columns: tuple, graph_def: graph_pb2.GraphDef) -> "NodeTable":
