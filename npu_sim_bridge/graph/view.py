@@ -53,7 +53,11 @@ class GraphView:
         self._edits = 0  # mutations so far: a remembered topological order holds while this stays
         self._order_memo: tuple[int, list[str]] | None = None
         self.hubs: list[control_hubs.Hub] = []
-        self._index(table if table is not None else NodeTable.of(graph_def), gather_control_inputs)
+        if table is not None:
+            self._index(table.names, table.inputs, gather_control_inputs)
+        else:  # only names and inputs: the other columns are not the view's
+            nodes = graph_def.node
+            self._index([node.name for node in nodes], [node.input for node in nodes], gather_control_inputs)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -304,10 +308,10 @@ class GraphView:
         return self._graph_def
 
     # -------------------------------------------------------------- internals
-    def _index(self, table: NodeTable, gather_control_inputs: bool) -> None:
-        names = table.names
+    def _index(self, names: list[str], inputs, gather_control_inputs: bool) -> None:
+        """Index the GraphDef's nodes from their names and input strings (copied: the view edits its own)."""
         self._nodes: dict[str, node_def_pb2.NodeDef] = dict(zip(names, self._graph_def.node))
-        self._inputs: dict[str, list[str]] = dict(zip(names, map(list, table.inputs)))
+        self._inputs: dict[str, list[str]] = dict(zip(names, map(list, inputs)))
         self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
         if len(self._nodes) != len(names):
             seen: set[str] = set()

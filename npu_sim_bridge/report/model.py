@@ -145,11 +145,8 @@ class Report:
         """Create one decision record per node of the input graph (`table`'s), then one per NodeDef
         in `extra` (nodes the view added as it was built)."""
         records = self.nodes
-        names = {}  # dtype -> its name
         for name, op, dtype in zip(table.names, table.ops, table.dtypes):
-            text = names.get(dtype)
-            if text is None and dtype:
-                text = names[dtype] = _dtype_name(dtype)
+            text = _dtype_name(dtype) if dtype else None
             records[name] = NodeDecision(name, op, None, text, text)
         for node in extra:
             dtype = node_dtype(node)
