@@ -71,7 +71,7 @@ def test_alike_bodies_are_rewritten_as_if_each_were_worked_out_on_its_own(monkey
 
     shared = rewrite(graph_def, fetch)
     # Each body a key of its own: every body is worked out on its own.
-    monkeypatch.setattr(precision_pass, "alike_key", lambda fdef, *context: fdef.signature.name.encode())
+    monkeypatch.setattr(precision_pass, "alike_key", lambda fdef, *context, body=None: fdef.signature.name.encode())
     alone = rewrite(graph_def, fetch)
 
     assert library(shared.graph_def) == library(alone.graph_def)
@@ -109,7 +109,7 @@ def test_alike_bodies_are_shared_in_the_graph_grappler_hands_over(monkeypatch):
                         staticmethod(lambda fdef, *rest: worked_out.append(fdef.signature.name) or work(fdef, *rest)))
     shared = tf_optimizer.OptimizeGraph(config, meta)
     shared_work = len(worked_out)
-    monkeypatch.setattr(precision_pass, "alike_key", lambda fdef, *context: fdef.signature.name.encode())
+    monkeypatch.setattr(precision_pass, "alike_key", lambda fdef, *context, body=None: fdef.signature.name.encode())
     alone = tf_optimizer.OptimizeGraph(config, meta)
     assert library(shared) == library(alone)
     assert 0 < shared_work <= (len(worked_out) - shared_work) / 2, "alike bodies should be worked out once"

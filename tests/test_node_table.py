@@ -1,5 +1,7 @@
 """The node columns the shim hands over with a Grappler item, against the same columns read in Python."""
 
+import functools
+
 import pytest
 import tensorflow as tf
 from tensorflow.core.framework import graph_pb2, types_pb2
@@ -132,3 +134,92 @@ def test_duplicate_names_are_refused_by_name():
     graph_def.node.add().CopyFrom(graph_def.node[0])
     with pytest.raises(Exception, match="duplicate node names: x"):
         GraphView(graph_def)
+
+
+@functools.lru_cache(maxsize=1)  # built once: each build numbers its functions anew
+def _keras_bn_meta_graph():
+    from npu_sim_bridge.testing import zoo
+
+    return zoo.keras_cnn(control_flow="v2").meta_graph_def()
+
+
+def _through_grappler(monkeypatch, during_call):
+    """The Keras CNN with control flow v2 through OptimizeGraph; `during_call(graph_def, columns)` runs inside each
+    entry call, while the shim's graph is alive. Returns the optimized GraphDef."""
+    config = _v1.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.min_graph_nodes = -1
+    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrite.optimizers.append("NpuOptimizer")
+    custom = rewrite.custom_optimizers.add(name="NpuOptimizer")
+    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    real = entry.optimize
+
+    def spy(item_id, graph_bytes, *rest):
+        during_call(graph_pb2.GraphDef.FromString(graph_bytes), rest[-1])
+        return real(item_id, graph_bytes, *rest)
+
+    monkeypatch.setattr(entry, "optimize", spy)
+    return tf_optimizer.OptimizeGraph(config, _keras_bn_meta_graph())
+
+
+def test_the_shims_alike_bodies_are_pythons_and_expire_with_the_call(monkeypatch):
+    from tensorflow.core.framework import function_pb2
+
+    from npu_sim_bridge.graph.alike import alike_body
+
+    seen = []
+
+    def compare(graph_def, columns):
+        functions = {f.signature.name: f for f in graph_def.library.function}
+        native = columns[6](list(functions) + ["not_in_the_library"])
+        assert set(native) == set(functions)
+        python = {name: alike_body(f) for name, f in functions.items()}
+        for name in functions:  # the same message (map entries may be serialized in another order)
+            assert function_pb2.FunctionDef.FromString(native[name]) == \
+                function_pb2.FunctionDef.FromString(python[name]), name
+
+        def groups(bodies):
+            firsts = {}
+            return [firsts.setdefault(bodies[name], name) for name in functions]
+
+        assert groups(native) == groups(python)
+        seen.append((len(functions), len(set(native.values())), columns[6]))
+
+    _through_grappler(monkeypatch, compare)
+    count, distinct, alike_bodies = seen[0]
+    assert count > distinct > 1, "the model has functions alike but for names"
+    with pytest.raises(RuntimeError, match="gone once the call returns"):
+        alike_bodies(["anything"])
+
+
+def _normalized(graph_def) -> str:
+    """The graph as text, with its library in name order and GeOps numbered alike (each run numbers
+    the graphs it rewrites; Grappler orders the library as it likes)."""
+    import re
+
+    copy = graph_pb2.GraphDef()
+    copy.CopyFrom(graph_def)
+    functions = sorted((str(function) for function in copy.library.function))
+    copy.ClearField("library")
+    return re.sub(r"GeOp\d+_", "GeOp_", str(copy) + "".join(functions))
+
+
+def test_precision_decides_alike_bodies_the_same_with_the_shims_keys(monkeypatch):
+    """The shim's keys only save time: the graph is the one Python's keys give."""
+    from npu_sim_bridge.passes.base import PassContext
+
+    asked = []
+    real = PassContext.alike_bodies
+
+    def counted(self, names):
+        found = real(self, names)
+        asked.append(len(found))
+        return found
+
+    monkeypatch.setattr(PassContext, "alike_bodies", counted)
+    with_shim = _through_grappler(monkeypatch, lambda graph_def, columns: None)
+    assert asked and asked[0] > 0, "the precision pass took the shim's bodies"
+    monkeypatch.setattr(PassContext, "alike_bodies", lambda self, names: {})
+    without = _through_grappler(monkeypatch, lambda graph_def, columns: None)
+    assert _normalized(with_shim) == _normalized(without)

@@ -287,3 +287,38 @@ def test_the_shim_reads_the_attribute_names_the_python_side_writes():
     assert constants["kOptionsAttr"] == entry.OPTIONS_ATTR
     assert constants["kRegisteredName"] == entry.NPU_OPTIMIZER
     assert constants["kErrorScope"] == entry.ERROR_SCOPE + "/"
+
+
+def _functions_by_name(graph_def) -> dict:
+    return {function.signature.name: function.SerializeToString(deterministic=True)
+            for function in graph_def.library.function}
+
+
+def test_the_passes_that_say_they_leave_the_library_alone_do():
+    """PassContext.alike_bodies trusts the library as it came until a pass with edits_library runs."""
+    from npu_sim_bridge.passes import ItemInfo
+    from npu_sim_bridge.passes.pipeline import available_passes
+    from npu_sim_bridge.testing import zoo
+
+    trusted = [graph_pass.name for graph_pass in available_passes() if not graph_pass.edits_library]
+    assert {"fusion", "placement", "customize_dtypes"} <= set(trusted)
+    model = zoo.keras_cnn(control_flow="v2")
+    graph_def = model.graph_def()
+    assert graph_def.library.function
+    libraries = []
+    real = pipeline._run_one
+
+    def after_each(graph_pass, ctx):
+        real(graph_pass, ctx)
+        libraries.append((graph_pass.name, ctx.library_edited, _functions_by_name(ctx.view.graph_def)))
+
+    options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": ",".join(trusted + ["precision"]),
+                         "customize_dtypes": ""})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "_run_one", after_each)
+        run_pipeline(graph_def, options, ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names())), remember=False)
+    as_it_came = _functions_by_name(graph_def)
+    assert [name for name, *_ in libraries] == [name for name in trusted if name != "customize_dtypes"] + ["precision"]
+    for name, edited, library in libraries[:-1]:
+        assert not edited and library == as_it_came, name
+    assert libraries[-1][1], "after precision the library counts as edited"

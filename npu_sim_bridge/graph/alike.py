@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from tensorflow.core.framework import function_pb2
 
-__all__ = ["FUNCTION_SHAPE_ATTRS", "SHAPE_ATTRS", "alike_key", "Renaming"]
+__all__ = ["FUNCTION_SHAPE_ATTRS", "SHAPE_ATTRS", "alike_body", "alike_key", "Renaming"]
 
 
 # The node attrs that hold shapes (of outputs, of elements, of placeholders): what alike bodies may differ in.
@@ -30,8 +30,15 @@ def _split(text: str) -> tuple[str, str, str]:
     return control, head, sep + tail
 
 
-def alike_key(fdef: function_pb2.FunctionDef, *context) -> bytes:
-    """Equal for two FunctionDefs (with equal `context`) exactly when their bodies are alike."""
+def alike_key(fdef: function_pb2.FunctionDef, *context, body: bytes | None = None) -> bytes:
+    """Equal for two FunctionDefs (with equal `context`) exactly when their bodies are alike.
+    `body`: `alike_body(fdef)` when the caller has it (the shim works it out in C++)."""
+    return repr(context).encode() + b"\0" + (alike_body(fdef) if body is None else body)
+
+
+def alike_body(fdef: function_pb2.FunctionDef) -> bytes:
+    """The body serialized without what alike bodies may differ in, arguments by position. The
+    shim's AlikeBody (native/npu_optimizer.cc) gives the same bytes."""
     copy = function_pb2.FunctionDef()
     copy.CopyFrom(fdef)
     copy.signature.name = ""
@@ -59,7 +66,7 @@ def alike_key(fdef: function_pb2.FunctionDef, *context) -> bytes:
         control, head, rest = _split(text)
         if head in positional:
             copy.ret[key] = positional[head] + rest
-    return repr(context).encode() + b"\0" + copy.SerializeToString(deterministic=True)
+    return copy.SerializeToString(deterministic=True)
 
 
 class Renaming:

@@ -8,7 +8,7 @@ string per distinct text; elsewhere `NodeTable.of` reads them from the protobuf.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2, types_pb2
 
@@ -38,16 +38,20 @@ class NodeTable:
     """Per node, in GraphDef order: name, op, input strings and main dtype; plus the count of nodes
     without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
 
-    __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests")
+    __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies")
 
     def __init__(self, names: list[str], ops: list[str], inputs: list[list[str]], dtypes: list[int],
-                 unstamped: int, digests: Sequence[str]):
+                 unstamped: int, digests: Sequence[str],
+                 alike_bodies: Callable[[list[str]], dict[str, bytes]] | None = None):
         self.names = names
         self.ops = ops
         self.inputs = inputs      # read-only: a view copies them
         self.dtypes = dtypes
         self.unstamped = unstamped
         self.digests = frozenset(digests)
+        # The shim's: {name: graph/alike.py alike_body} of named library functions, read in C++ from
+        # the library as it came, while the NpuOptimizer call lasts; None when read from protobuf.
+        self.alike_bodies = alike_bodies
 
     @classmethod
     def of(cls, graph_def: graph_pb2.GraphDef, stamp_attr: str = "", digest_attr: str = "") -> "NodeTable":
@@ -69,7 +73,7 @@ class NodeTable:
 
     @classmethod
     def from_columns(cls, columns: tuple, graph_def: graph_pb2.GraphDef) -> "NodeTable":
-        """The shim's columns (names, ops, inputs, dtypes, unstamped, digests) of `graph_def`."""
+        """The shim's columns (names, ops, inputs, dtypes, unstamped, digests, alike_bodies) of `graph_def`."""
         table = cls(*columns)
         nodes = graph_def.node
         count = len(table.names)

@@ -48,6 +48,9 @@
 #include <vector>
 
 #include "tensorflow/core/common_runtime/optimization_registry.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "tensorflow/core/framework/function.pb.h"
 #include "tensorflow/core/framework/graph.pb.h"
 #include "tensorflow/core/public/session_options.h"
 #include "tensorflow/core/framework/node_def.pb.h"
@@ -232,10 +235,132 @@ int MainDtype(const tensorflow::NodeDef& node) {
   return tensorflow::DT_INVALID;
 }
 
+// graph/alike.py alike_body, of one FunctionDef (keep the two alike; a test compares their bytes):
+// the body serialized deterministically without what alike bodies may differ in (names of the
+// function and its arguments, argument attrs and handle data, shape attrs), arguments by position.
+std::string AlikeBody(const tensorflow::FunctionDef& function) {
+  static const char* const kShapeAttrs[] = {"_output_shapes", "output_shapes", "shape", "shapes",
+                                            "element_shape"};
+  // The copy is built field by field, so that the shape attrs (most of a body's bytes) are never
+  // copied; the field counts say when a newer TensorFlow has fields this does not know of.
+  static const bool known_fields = tensorflow::FunctionDef::descriptor()->field_count() == 7 &&
+                                   tensorflow::NodeDef::descriptor()->field_count() == 7;
+  const auto is_shape_attr = [](const std::string& key) {
+    for (const char* shape : kShapeAttrs) {
+      if (key == shape) return true;
+    }
+    return false;
+  };
+  tensorflow::FunctionDef copy;
+  if (known_fields) {
+    *copy.mutable_signature() = function.signature();
+    *copy.mutable_attr() = function.attr();
+    *copy.mutable_resource_arg_unique_id() = function.resource_arg_unique_id();
+    *copy.mutable_ret() = function.ret();
+    *copy.mutable_control_ret() = function.control_ret();
+    copy.mutable_node_def()->Reserve(function.node_def_size());
+    for (const auto& node : function.node_def()) {
+      auto* body = copy.add_node_def();
+      body->set_name(node.name());
+      body->set_op(node.op());
+      *body->mutable_input() = node.input();
+      body->set_device(node.device());
+      if (node.has_experimental_debug_info()) {
+        *body->mutable_experimental_debug_info() = node.experimental_debug_info();
+      }
+      if (node.has_experimental_type()) *body->mutable_experimental_type() = node.experimental_type();
+      auto* attrs = body->mutable_attr();
+      for (const auto& entry : node.attr()) {
+        if (!is_shape_attr(entry.first)) (*attrs)[entry.first] = entry.second;
+      }
+    }
+  } else {
+    copy = function;
+    for (auto& node : *copy.mutable_node_def()) {
+      for (const char* key : kShapeAttrs) node.mutable_attr()->erase(key);
+    }
+  }
+  auto* signature = copy.mutable_signature();
+  signature->clear_name();
+  std::unordered_map<std::string, std::string> positional;
+  for (int i = 0; i < signature->input_arg_size(); ++i) {
+    auto* arg = signature->mutable_input_arg(i);
+    std::string place = "%" + std::to_string(i);
+    positional[arg->name()] = place;
+    arg->set_name(place);
+    arg->clear_handle_data();
+  }
+  for (auto& arg : *signature->mutable_output_arg()) arg.clear_handle_data();
+  copy.clear_arg_attr();
+  copy.mutable_attr()->erase("_input_shapes");
+  // "^" or "", the node part, then the rest from the first ':': the node part renamed by position.
+  auto rename = [&positional](std::string* text) {
+    const size_t start = (!text->empty() && (*text)[0] == '^') ? 1 : 0;
+    const size_t colon = text->find(':', start);
+    const size_t end = colon == std::string::npos ? text->size() : colon;
+    auto found = positional.find(text->substr(start, end - start));
+    if (found != positional.end()) text->replace(start, end - start, found->second);
+  };
+  for (auto& node : *copy.mutable_node_def()) {
+    for (auto& input : *node.mutable_input()) rename(&input);
+  }
+  for (auto& entry : *copy.mutable_ret()) rename(&entry.second);
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    copy.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+// The library of the graph the shim hands over, for the Python side to ask about while the call
+// lasts (the shim clears `library` when it returns).
+struct LibraryHandle {
+  const tensorflow::FunctionDefLibrary* library = nullptr;
+};
+constexpr char kLibraryHandleName[] = "npu_sim_bridge.library";
+
+void FreeLibraryHandle(PyObject* capsule) {
+  delete static_cast<LibraryHandle*>(PyCapsule_GetPointer(capsule, kLibraryHandleName));
+}
+
+// alike_bodies(names) -> {name: AlikeBody of that library function}, for the names the library has.
+PyObject* AlikeBodies(PyObject* self, PyObject* names) {
+  auto* handle = static_cast<LibraryHandle*>(PyCapsule_GetPointer(self, kLibraryHandleName));
+  if (handle == nullptr) return nullptr;
+  if (handle->library == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "alike_bodies reads the graph NpuOptimizer handed over, which is gone once the "
+                    "call returns: ask during the call");
+    return nullptr;
+  }
+  PyRef wanted(PySet_New(names));
+  PyRef result(PyDict_New());
+  if (!wanted || !result) return nullptr;
+  for (const auto& function : handle->library->function()) {
+    const std::string& name = function.signature().name();
+    PyRef key(PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size())));
+    if (!key) return nullptr;
+    const int asked = PySet_Contains(wanted.get(), key.get());
+    if (asked < 0) return nullptr;
+    if (!asked) continue;
+    PyRef body(ToPyBytes(AlikeBody(function)));
+    if (!body || PyDict_SetItem(result.get(), key.get(), body.get()) != 0) return nullptr;
+  }
+  Py_INCREF(result.get());
+  return result.get();
+}
+
+PyMethodDef kAlikeBodiesDef = {"alike_bodies", AlikeBodies, METH_O,
+                               "{name: alike body} of the named library functions (graph/alike.py)"};
+
 // The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
 // (names, ops, inputs (a list of input strings per node), main dtypes, nodes without the stamp,
-// the option digests earlier runs left). New reference, or nullptr with a Python error set.
-PyObject* NodeColumns(const GraphDef& graph) {
+// the option digests earlier runs left, alike_bodies over `handle`'s library). New reference, or
+// nullptr with a Python error set.
+PyObject* NodeColumns(const GraphDef& graph, PyObject* handle) {
   const Py_ssize_t count = graph.node_size();
   Interner texts;
   PyRef names(PyList_New(count)), ops(PyList_New(count)), inputs(PyList_New(count)),
@@ -273,8 +398,10 @@ PyObject* NodeColumns(const GraphDef& graph) {
       if (!text || PyList_Append(digests.get(), text.get()) != 0) return nullptr;
     }
   }
-  return Py_BuildValue("(OOOOlO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
-                       digests.get());
+  PyRef alike_bodies(PyCFunction_New(&kAlikeBodiesDef, handle));
+  if (!alike_bodies) return nullptr;
+  return Py_BuildValue("(OOOOlOO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
+                       digests.get(), alike_bodies.get());
 }
 
 class NpuOptimizer : public CustomGraphOptimizer {
@@ -363,13 +490,26 @@ class NpuOptimizer : public CustomGraphOptimizer {
                                             " has no ", kEntryFunction, ": ",
                                             FetchPythonError());
       }
+      // The library handle lives as long as the Python side keeps it; what it points to, only
+      // until the call returns.
+      auto* library = new LibraryHandle{&item.graph.library()};
+      PyRef handle(PyCapsule_New(library, kLibraryHandleName, FreeLibraryHandle));
+      if (!handle) {
+        delete library;
+        return tensorflow::errors::Internal("NpuOptimizer: cannot build the call arguments: ",
+                                            FetchPythonError());
+      }
+      struct Expire {
+        LibraryHandle* library;
+        ~Expire() { library->library = nullptr; }
+      } expire{library};
       PyRef args(Py_BuildValue("(NNNNNNN)",
                                PyUnicode_FromStringAndSize(
                                    item.id.data(),
                                    static_cast<Py_ssize_t>(item.id.size())),
                                ToPyBytes(graph_bytes), ToPyList(item.fetch),
                                ToPyList(feed), ToPyList(preserve),
-                               ToPyBytes(config_bytes_), NodeColumns(item.graph)));
+                               ToPyBytes(config_bytes_), NodeColumns(item.graph, handle.get())));
       if (!args) {
         return tensorflow::errors::Internal(
             "NpuOptimizer: cannot build the call arguments: ",

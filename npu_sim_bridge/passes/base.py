@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, TypeVar
 
+from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.report.model import Report
 
@@ -52,6 +53,8 @@ class PassContext:
     report: Report
     cache: dict[str, Any] = dataclasses.field(default_factory=dict)
     results: dict[type, Any] = dataclasses.field(default_factory=dict)
+    table: NodeTable | None = None   # the graph's columns as it came
+    library_edited: bool = False     # a pass that may edit library functions has run (GraphPass.edits_library)
 
     def publish(self, result: Any) -> None:
         """Hand `result` to the passes after this one; they ask for it by its type."""
@@ -60,6 +63,15 @@ class PassContext:
     def result(self, kind: type[T]) -> T | None:
         """The result of type `kind` an earlier pass published, or None."""
         return self.results.get(kind)
+
+    def alike_bodies(self, names) -> dict[str, bytes]:
+        """`alike_body` of the named library functions, from the shim while the library is as it came
+        (it reads them in C++ from the graph it handed over); else, or outside a Session, {}: the
+        caller works them out."""
+        read = self.table.alike_bodies if self.table is not None else None
+        if read is None or self.library_edited:
+            return {}
+        return read(list(names))
 
     def ops_library(self):
         """The operator library the options name (loaded once per pipeline run)."""
@@ -82,6 +94,9 @@ class GraphPass:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    # Whether `run` may change or add library functions (facts read from the library as it came,
+    # PassContext.alike_bodies, are stale after such a pass). A pass that never does says False.
+    edits_library: ClassVar[bool] = True
 
     def wanted(self, options) -> bool:
         return True

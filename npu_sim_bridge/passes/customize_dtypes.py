@@ -76,6 +76,7 @@ class CustomizeDtypesPass(GraphPass):
 
     name = "customize_dtypes"
     description = "customize_dtypes: the ops a file names by name or type keep float32"
+    edits_library = False
 
     def wanted(self, options) -> bool:
         return bool(options.get("customize_dtypes"))

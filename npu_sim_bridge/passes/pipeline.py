@@ -163,7 +163,7 @@ def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> Pi
     dumper = None if report.rerun else graph_dump.from_environment(report.graph_id)  # DUMP_GE_GRAPH
     if dumper:
         dumper.stage(graph_dump.FIRST, view.to_graph_def())
-    ctx = PassContext(view=view, options=options, item=item, report=report)
+    ctx = PassContext(view=view, options=options, item=item, report=report, table=table)
     for graph_pass in ran:
         _run_one(graph_pass, ctx)
         if dumper:
@@ -197,6 +197,7 @@ def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:
     except Exception as err:
         raise PassError(graph_pass.name, f"internal error {type(err).__name__}: {err}") from err
     ctx.view.compact()
+    ctx.library_edited = ctx.library_edited or graph_pass.edits_library
     if result.changed:  # a pass that changed nothing cannot have broken the graph
         try:
             validate_graph(ctx.view, where=f"graph after pass {graph_pass.name!r}",

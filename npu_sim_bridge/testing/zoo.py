@@ -105,10 +105,13 @@ def tf1_batchnorm_cnn(batch_size: int = 8, image_size: int = 16, num_classes: in
                        _image_feed(images, labels, num_classes, {training: True}))
 
 
-def keras_cnn(batch_size: int = 8, image_size: int = 16, num_classes: int = 10, seed: int = 0) -> ModelGraph:
-    """A small Keras Sequential CNN with BatchNormalization and Dropout (the learning-phase conds)."""
+def keras_cnn(batch_size: int = 8, image_size: int = 16, num_classes: int = 10, seed: int = 0,
+              control_flow: str = "v1") -> ModelGraph:
+    """A small Keras Sequential CNN with BatchNormalization and Dropout (the learning-phase conds).
+    With `control_flow` "v2" the conds are If ops: their branches and gradients are library
+    functions, alike but for names and shapes."""
     layers = tf.keras.layers
-    with tf1_graph_mode(ref_variables=False), models._building(seed) as graph:
+    with models._control_flow(control_flow), models._building(seed) as graph:
         model = tf.keras.Sequential([
             layers.Conv2D(8, 3, padding="same", input_shape=(image_size, image_size, 3)),
             layers.BatchNormalization(), layers.ReLU(), layers.MaxPooling2D(),

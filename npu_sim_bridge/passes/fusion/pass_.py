@@ -34,6 +34,7 @@ class FusionPass(GraphPass):
     name = "fusion"
     description = ("graph and UB fusion rules (MatMulBiasAddFusionPass, AABiasaddConvFusion, ...) onto "
                    "_FusedMatMul/_FusedConv2D, switched by fusion_switch_file")
+    edits_library = False
 
     def run(self, ctx: PassContext) -> PassResult:
         view, report = ctx.view, ctx.report

@@ -161,6 +161,7 @@ class PlacementPass(GraphPass):
     name = "placement"
     description = ("host or device per node: the device op list, without_npu_compile_scope, PyFunc, "
                    "checkpoint, summary, dataset, string and queue ops, whole v1 while frames and cond regions")
+    edits_library = False
 
     def run(self, ctx: PassContext) -> PassResult:
         view = ctx.view

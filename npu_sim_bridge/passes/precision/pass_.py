@@ -71,7 +71,7 @@ class PrecisionPass(GraphPass):
             _report_inserted(report, rewriter, prefix="")
         totals.add(plans, rewriter)
         bodies = self._functions(view, report, library, lists, mode, setting, scan, totals, rewrite,
-                                 round_kernel)
+                                 round_kernel, ctx.alike_bodies)
         view.compact()
 
         stats = {
@@ -95,8 +95,9 @@ class PrecisionPass(GraphPass):
         return PassResult(changed=bool(totals.casts or totals.retyped), stats=stats)
 
     def _functions(self, view, report, library, lists, mode, setting, scan, totals, rewrite,
-                   round_kernel=False) -> int:
-        """Decide (and when `rewrite`, rewrite) the bodies of the functions the graph calls."""
+                   round_kernel=False, alike_bodies=lambda names: {}) -> int:
+        """Decide (and when `rewrite`, rewrite) the bodies of the functions the graph calls.
+        `alike_bodies`: PassContext.alike_bodies (what it lacks is worked out here)."""
         count = 0
         functions = scan.functions
         # XLA has no kernel for the rounding op: bodies it compiles round with Cast pairs (the same values).
@@ -105,13 +106,15 @@ class PrecisionPass(GraphPass):
         # get the same decisions and the same rewrite: each is worked out once, the others renamed.
         done: dict[bytes, tuple] = {}
         stored_at = None  # function name -> its index in the library
-        for fname in scan.reachable():
+        reachable = scan.reachable()
+        bodies = alike_bodies(reachable)
+        for fname in reachable:
             fdef = functions[fname]
             if fn.is_parametrized(fdef):
                 report.warn(f"function {fname} has a signature parametrized by type attrs; its body is "
                             "left as it is (keeps its dtypes)")
                 continue
-            key = alike_key(fdef, fname in compiled)
+            key = alike_key(fdef, fname in compiled, body=bodies.get(fname))
 
             def work():
                 return self._function(fdef, library, lists, mode, setting, functions, rewrite,
