@@ -223,3 +223,75 @@ def test_precision_decides_alike_bodies_the_same_with_the_shims_keys(monkeypatch
     monkeypatch.setattr(PassContext, "alike_bodies", lambda self, names: {})
     without = _through_grappler(monkeypatch, lambda graph_def, columns: None)
     assert _normalized(with_shim) == _normalized(without)
+
+
+def _shim_columns(graph_def):
+    from npu_sim_bridge.native.build import shim_function
+
+    kernel = shim_function("NpuSimColumns")
+    assert kernel is not None, "the shim is loaded (import npu_sim_bridge)"
+    return kernel((graph_def.SerializeToString(),))
+
+
+def _node(graph_def, name, op, *inputs):
+    graph_def.node.add(name=name, op=op, input=list(inputs))
+
+
+def test_the_shims_consumer_index_and_forward_flag_are_the_views():
+    # Keras' batch norm graph (hubs gathered), and the small graph with a function call.
+    graphs = [_keras_bn_meta_graph().graph_def, _graph().as_graph_def()]
+    for graph_def in graphs:
+        columns = _shim_columns(graph_def)
+        assert columns[8] is True, "TensorFlow writes producers before consumers"
+        for gather in (False, True):
+            first, second = graph_pb2.GraphDef(), graph_pb2.GraphDef()
+            first.CopyFrom(graph_def)
+            second.CopyFrom(graph_def)
+            native = GraphView(first, gather_control_inputs=gather, table=NodeTable.from_columns(columns, first))
+            python = GraphView(second, gather_control_inputs=gather)
+            assert native.hubs == python.hubs
+            kept = {producer: users for producer, users in native.consumer_index().items() if users}
+            assert kept == python.consumer_index()
+            assert native.remembered_order() == native.names(), "a forward graph's order is remembered"
+            columns = _shim_columns(graph_def)  # the view took the consumer index
+    assert any(GraphView(graph_pb2.GraphDef.FromString(g.SerializeToString()), gather_control_inputs=True).hubs
+               for g in graphs), "one of the graphs has hubs"
+
+
+def test_the_shim_says_which_graphs_do_not_run_forward():
+    forward = graph_pb2.GraphDef()
+    _node(forward, "a", "Placeholder")
+    _node(forward, "b", "Identity", "a:0")
+    _node(forward, "c", "IdentityN", "b", "a:1", "^b", "missing:2")
+    _node(forward, "loop", "Merge", "a", "next")
+    _node(forward, "next", "NextIteration", "loop")  # a back edge: it does not count
+    columns = _shim_columns(forward)
+    assert columns[8] is True
+    assert columns[7] == {"a": {"b": 1, "c": 1, "loop": 1}, "b": {"c": 2}, "missing": {"c": 1},
+                          "next": {"loop": 1}, "loop": {"next": 1}}
+    backward = graph_pb2.GraphDef()
+    backward.CopyFrom(forward)
+    backward.node[0].input.append("^b")  # a reads b, which comes later
+    assert _shim_columns(backward)[8] is False
+    self_loop = graph_pb2.GraphDef()
+    _node(self_loop, "a", "Identity", "a")
+    assert _shim_columns(self_loop)[8] is False
+
+
+def test_a_graph_that_does_not_run_forward_is_still_ordered_and_checked():
+    """The view remembers the GraphDef order only when the shim saw it run forward."""
+    from npu_sim_bridge.errors import GraphValidationError
+    from npu_sim_bridge.graph.validate import topological_order, validate_graph
+
+    graph_def = graph_pb2.GraphDef()
+    _node(graph_def, "b", "Identity", "a")
+    _node(graph_def, "a", "Const")
+    view = GraphView(graph_def, table=NodeTable.from_columns(_shim_columns(graph_def), graph_def))
+    assert view.remembered_order() is None
+    validate_graph(view)
+    assert topological_order(view) == ["a", "b"]
+    cycle = graph_pb2.GraphDef()
+    _node(cycle, "a", "Identity", "b")
+    _node(cycle, "b", "Identity", "a")
+    with pytest.raises(GraphValidationError, match="cycle"):
+        validate_graph(GraphView(cycle, table=NodeTable.from_columns(_shim_columns(cycle), cycle)))

@@ -38,11 +38,13 @@ class NodeTable:
     """Per node, in GraphDef order: name, op, input strings and main dtype; plus the count of nodes
     without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
 
-    __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies")
+    __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies", "_consumers",
+                 "forward")
 
     def __init__(self, names: list[str], ops: list[str], inputs: list[list[str]], dtypes: list[int],
                  unstamped: int, digests: Sequence[str],
-                 alike_bodies: Callable[[list[str]], dict[str, bytes]] | None = None):
+                 alike_bodies: Callable[[list[str]], dict[str, bytes]] | None = None,
+                 consumers: dict[str, dict[str, int]] | None = None, forward: bool | None = None):
         self.names = names
         self.ops = ops
         self.inputs = inputs      # read-only: a view copies them
@@ -52,6 +54,16 @@ class NodeTable:
         # The shim's: {name: graph/alike.py alike_body} of named library functions, read in C++ from
         # the library as it came, while the NpuOptimizer call lasts; None when read from protobuf.
         self.alike_bodies = alike_bodies
+        # The shim's too: {producer: {consumer: edges}} as GraphView indexes it, and whether every edge
+        # runs forward in GraphDef order (NextIteration's back edges aside); None when not known.
+        self._consumers = consumers
+        self.forward = forward
+
+    def take_consumers(self) -> dict[str, dict[str, int]] | None:
+        """The consumer index, handed to the one view built from this table (which edits it); None
+        when the table has none (the view works it out)."""
+        consumers, self._consumers = self._consumers, None
+        return consumers
 
     @classmethod
     def of(cls, graph_def: graph_pb2.GraphDef, stamp_attr: str = "", digest_attr: str = "") -> "NodeTable":
@@ -73,7 +85,8 @@ class NodeTable:
 
     @classmethod
     def from_columns(cls, columns: tuple, graph_def: graph_pb2.GraphDef) -> "NodeTable":
-        """The shim's columns (names, ops, inputs, dtypes, unstamped, digests, alike_bodies) of `graph_def`."""
+        """The shim's columns (names, ops, inputs, dtypes, unstamped, digests, alike_bodies, consumers,
+        forward) of `graph_def`."""
         table = cls(*columns)
         nodes = graph_def.node
         count = len(table.names)

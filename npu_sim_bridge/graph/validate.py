@@ -187,11 +187,13 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     if missing:
         dangling = [f"{user} <- {producer}" for producer in sorted(missing) for user in sorted(consumers[producer])]
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
-    order, stuck = _order_view(view)
-    if stuck:
-        raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")
-    view.ranks = {name: float(rank) for rank, name in enumerate(order)}
-    view.remember_order(order)
+    order = view.remembered_order()  # a topological order of the graph as it is: it has no cycle
+    if order is None:
+        order, stuck = _order_view(view)
+        if stuck:
+            raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")
+        view.remember_order(order)
+    view.ranks = dict(zip(order, map(float, range(len(order)))))
 
 
 _RANK_STEP = 1.0 / 1024  # a new node sits this far above its highest input (chains of casts stay below 1)

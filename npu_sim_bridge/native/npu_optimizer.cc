@@ -39,6 +39,7 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <memory>
 #include <cctype>
 #include <cstdint>
 #include <string>
@@ -196,16 +197,16 @@ class Interner {
   ~Interner() {
     for (auto& entry : made_) Py_DECREF(entry.second);
   }
-  // A new reference, or nullptr with a Python error set.
-  PyObject* Get(const std::string& text) {
-    auto found = made_.find(std::string_view(text));
+  // A new reference, or nullptr with a Python error set. `text` must outlive the interner.
+  PyObject* Get(std::string_view text) {
+    auto found = made_.find(text);
     if (found != made_.end()) {
       Py_INCREF(found->second);
       return found->second;
     }
     PyObject* made = PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
     if (made == nullptr) return nullptr;
-    made_.emplace(std::string_view(text), made);  // the view points into the GraphDef, alive for the call
+    made_.emplace(text, made);  // the view points into the GraphDef, alive for the call
     Py_INCREF(made);
     return made;
   }
@@ -319,6 +320,7 @@ std::string AlikeBody(const tensorflow::FunctionDef& function) {
 // lasts (the shim clears `library` when it returns).
 struct LibraryHandle {
   const tensorflow::FunctionDefLibrary* library = nullptr;
+  std::unique_ptr<GraphDef> owned;  // NpuSimColumns' graph: the handle keeps it alive
 };
 constexpr char kLibraryHandleName[] = "npu_sim_bridge.library";
 
@@ -356,16 +358,33 @@ PyObject* AlikeBodies(PyObject* self, PyObject* names) {
 PyMethodDef kAlikeBodiesDef = {"alike_bodies", AlikeBodies, METH_O,
                                "{name: alike body} of the named library functions (graph/alike.py)"};
 
+// The node an input string names, as graph/names.py parse_input reads it: "^x" and "x:N" name x.
+std::string_view ProducerOf(std::string_view text) {
+  if (!text.empty() && text[0] == '^') return text.substr(1);
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == text.size()) return text;
+  for (size_t i = colon + 1; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return text;
+  }
+  return text.substr(0, colon);
+}
+
 // The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
 // (names, ops, inputs (a list of input strings per node), main dtypes, nodes without the stamp,
-// the option digests earlier runs left, alike_bodies over `handle`'s library). New reference, or
-// nullptr with a Python error set.
+// the option digests earlier runs left, alike_bodies over `handle`'s library, the consumer index
+// {producer: {consumer: edges}}, whether every edge runs forward in GraphDef order (edges out of
+// NextIteration nodes and from missing nodes aside)). New reference, or nullptr with a Python
+// error set.
 PyObject* NodeColumns(const GraphDef& graph, PyObject* handle) {
   const Py_ssize_t count = graph.node_size();
   Interner texts;
   PyRef names(PyList_New(count)), ops(PyList_New(count)), inputs(PyList_New(count)),
-      dtypes(PyList_New(count)), digests(PyList_New(0));
-  if (!names || !ops || !inputs || !dtypes || !digests) return nullptr;
+      dtypes(PyList_New(count)), digests(PyList_New(0)), consumers(PyDict_New());
+  if (!names || !ops || !inputs || !dtypes || !digests || !consumers) return nullptr;
+  std::unordered_map<std::string_view, Py_ssize_t> position;
+  position.reserve(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) position.emplace(graph.node(static_cast<int>(i)).name(), i);
+  bool forward = true;
   long unstamped = 0;
   for (Py_ssize_t i = 0; i < count; ++i) {
     const tensorflow::NodeDef& node = graph.node(static_cast<int>(i));
@@ -388,6 +407,27 @@ PyObject* NodeColumns(const GraphDef& graph, PyObject* handle) {
       PyObject* text = texts.Get(node.input(j));
       if (text == nullptr) return nullptr;
       PyList_SET_ITEM(node_inputs, j, text);
+      const std::string_view producer = ProducerOf(node.input(j));
+      PyRef key(texts.Get(producer));
+      if (!key) return nullptr;
+      PyObject* edges = PyDict_GetItemWithError(consumers.get(), key.get());  // borrowed
+      if (edges == nullptr) {
+        if (PyErr_Occurred()) return nullptr;
+        PyRef made(PyDict_New());
+        if (!made || PyDict_SetItem(consumers.get(), key.get(), made.get()) != 0) return nullptr;
+        edges = made.get();
+      }
+      PyObject* before = PyDict_GetItemWithError(edges, name);  // borrowed
+      if (before == nullptr && PyErr_Occurred()) return nullptr;
+      PyRef edges_now(PyLong_FromLong(before == nullptr ? 1 : PyLong_AsLong(before) + 1));
+      if (!edges_now || PyDict_SetItem(edges, name, edges_now.get()) != 0) return nullptr;
+      if (forward) {
+        auto at = position.find(producer);
+        if (at != position.end() && at->second >= i) {
+          const std::string& producer_op = graph.node(static_cast<int>(at->second)).op();
+          forward = producer_op == "NextIteration" || producer_op == "RefNextIteration";
+        }
+      }
     }
     const auto& attrs = node.attr();
     if (!attrs.contains(kSeenAttr)) ++unstamped;
@@ -400,8 +440,8 @@ PyObject* NodeColumns(const GraphDef& graph, PyObject* handle) {
   }
   PyRef alike_bodies(PyCFunction_New(&kAlikeBodiesDef, handle));
   if (!alike_bodies) return nullptr;
-  return Py_BuildValue("(OOOOlOO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
-                       digests.get(), alike_bodies.get());
+  return Py_BuildValue("(OOOOlOOOO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
+                       digests.get(), alike_bodies.get(), consumers.get(), forward ? Py_True : Py_False);
 }
 
 class NpuOptimizer : public CustomGraphOptimizer {
@@ -492,7 +532,7 @@ class NpuOptimizer : public CustomGraphOptimizer {
       }
       // The library handle lives as long as the Python side keeps it; what it points to, only
       // until the call returns.
-      auto* library = new LibraryHandle{&item.graph.library()};
+      auto* library = new LibraryHandle{&item.graph.library(), nullptr};
       PyRef handle(PyCapsule_New(library, kLibraryHandleName, FreeLibraryHandle));
       if (!handle) {
         delete library;
@@ -675,6 +715,32 @@ size_t FindRoot(std::vector<size_t>* parent, size_t unit) {
 
 }  // namespace
 }  // namespace npu_sim_bridge
+
+// The node columns NodeColumns hands over with a Grappler item, of a serialized GraphDef: what
+// tests compare with the columns read in Python. alike_bodies stays usable while it is referenced.
+extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObject* args) {
+  using npu_sim_bridge::LibraryHandle;
+  using npu_sim_bridge::PyRef;
+  PyObject* bytes = nullptr;
+  char* data = nullptr;
+  Py_ssize_t size = 0;
+  if (!PyArg_ParseTuple(args, "S", &bytes) || PyBytes_AsStringAndSize(bytes, &data, &size) != 0) {
+    return nullptr;
+  }
+  auto graph = std::make_unique<tensorflow::GraphDef>();
+  if (!graph->ParseFromArray(data, static_cast<int>(size))) {
+    PyErr_SetString(PyExc_ValueError, "NpuSimColumns: the bytes are not a GraphDef");
+    return nullptr;
+  }
+  auto* library = new LibraryHandle{&graph->library(), std::move(graph)};
+  PyRef handle(PyCapsule_New(library, npu_sim_bridge::kLibraryHandleName,
+                             npu_sim_bridge::FreeLibraryHandle));
+  if (!handle) {
+    delete library;
+    return nullptr;
+  }
+  return npu_sim_bridge::NodeColumns(*library->owned, handle.get());
+}
 
 // passes/partition/cluster.py _segments_py, over the units of a graph: (order, pred, succ, device)
 // -> (segment_of, segments, layer, reach_device). Layers are ASAP then ALAP over `order`; device
