@@ -143,8 +143,11 @@ def expand_arg(node, spec: tuple, defaults: Mapping, strict: bool = True) -> lis
 def port_key(node: node_def_pb2.NodeDef) -> tuple:
     """The op of a registered op's node and the values of the attrs its ports depend on: nodes with
     equal keys have the same ports (what caches of port answers key on)."""
-    op = node.op
-    attrs = node.attr
+    return port_key_of(node.op, node.attr)
+
+
+def port_key_of(op: str, attrs) -> tuple:
+    """`port_key` of a node of `op` with attr map `attrs`, for a caller that has read them already."""
     single = _single_type_attr(op)
     if single:  # the common case: one type attr, usually T
         value = attrs.get(single)

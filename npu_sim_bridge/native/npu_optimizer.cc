@@ -16,8 +16,9 @@
 // (each has a Python twin, used where the shim is not loaded, and a test that compares the two).
 // One shortcut:
 // a function item (If/While branches, gradients, a GeOp body) whose every node carries the stamp
-// its caller's rewrite left goes back as it came, as the entry would hand it back
-// (pipeline.covered_by_caller), without a copy of its bytes crossing to Python and back. Grappler
+// its caller's rewrite left is answered "nothing to do" (Grappler keeps it as it came), as the entry
+// would hand it back unchanged (pipeline.covered_by_caller), without a copy of its bytes crossing
+// to Python and back. Grappler
 // hands over every library function after the graph that calls it, hundreds in a Keras model.
 //
 // One exception, because Grappler runs the original graph when an optimizer returns an error
@@ -465,10 +466,13 @@ class NpuOptimizer : public CustomGraphOptimizer {
                   GraphDef* optimized_graph) override {
     // A misspelled name always reaches the entry, which answers it with an error.
     if (name_ == kRegisteredName && CoveredByCaller(item.graph)) {
-      *optimized_graph = item.graph;
-      return Status();
+      // Grappler's convention for "this optimizer changed nothing": it keeps the item's graph as
+      // it is, with no copy (a GeOp body is most of the graph).
+      return tensorflow::errors::Aborted("NpuOptimizer: ", item.id,
+                                         " was rewritten with the graph that calls it");
     }
     Status status = CallEntry(item, optimized_graph);
+    if (tensorflow::errors::IsAborted(status)) return status;  // unchanged: Grappler keeps the graph
     if (!status.ok()) {
       FailingGraph(item,
                    "NpuOptimizer could not rewrite this graph, so it is not run "
@@ -543,11 +547,17 @@ class NpuOptimizer : public CustomGraphOptimizer {
         LibraryHandle* library;
         ~Expire() { library->library = nullptr; }
       } expire{library};
+      PyRef graph_arg(ToPyBytes(graph_bytes));
+      if (!graph_arg) {
+        return tensorflow::errors::Internal("NpuOptimizer: cannot build the call arguments: ",
+                                            FetchPythonError());
+      }
+      Py_INCREF(graph_arg.get());  // one reference for the argument tuple, one kept here
       PyRef args(Py_BuildValue("(NNNNNNN)",
                                PyUnicode_FromStringAndSize(
                                    item.id.data(),
                                    static_cast<Py_ssize_t>(item.id.size())),
-                               ToPyBytes(graph_bytes), ToPyList(item.fetch),
+                               graph_arg.get(), ToPyList(item.fetch),
                                ToPyList(feed), ToPyList(preserve),
                                ToPyBytes(config_bytes_), NodeColumns(item.graph, handle.get())));
       if (!args) {
@@ -569,6 +579,11 @@ class NpuOptimizer : public CustomGraphOptimizer {
         return tensorflow::errors::Internal("NpuOptimizer: ", kEntryModule,
                                             ".", kEntryFunction, " failed: ",
                                             FetchPythonError());
+      }
+      if (returned.get() == graph_arg.get()) {
+        // The entry handed the graph back as it came (nothing new, or already an error graph):
+        // Grappler's "changed nothing", which keeps the item's graph without parsing a copy.
+        return tensorflow::errors::Aborted("NpuOptimizer: ", item.id, " holds nothing new");
       }
       char* data = nullptr;
       Py_ssize_t size = 0;

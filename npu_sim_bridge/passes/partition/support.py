@@ -12,7 +12,7 @@ from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
     CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
-from npu_sim_bridge.graph.ports import called_by, function_attrs, has_port_of_type, port_key
+from npu_sim_bridge.graph.ports import called_by, function_attrs, has_port_of_type, port_key_of
 from npu_sim_bridge.passes.fusion.marks import FUSED_BASE, fused_base_op
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
 from npu_sim_bridge.report.reasons import Reason, host
@@ -203,9 +203,10 @@ class CandidateTest:
             decides = self._ports_decide[op] = (
                 function_attrs(op) == () and op not in self.ctx.functions and op not in FUSED_BASE
                 and op not in FUSED_BASE_OPS and op != "_UnaryOpsComposition")
-        if not decides or node.name in self.ctx.fed or WITHOUT_NPU_COMPILE_ATTR in node.attr:
+        attrs = node.attr
+        if not decides or node.name in self.ctx.fed or WITHOUT_NPU_COMPILE_ATTR in attrs:
             return None
-        key = port_key(node)
+        key = port_key_of(op, attrs)
         return None if None in key else key
 
     def _explain(self, node) -> tuple[Reason | None, Predicate | None]:

@@ -42,7 +42,7 @@ from npu_sim_bridge.errors import ConfigError, UnsupportedGraphError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import (CALLING_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS,
                                                  PASS_THROUGH_OPS)
-from npu_sim_bridge.graph.ports import port_attrs, port_key, registered_spec
+from npu_sim_bridge.graph.ports import port_attrs, port_key_of, registered_spec
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
 from npu_sim_bridge.passes.precision.marks import CONVERSION_OPS, ORIG_PREFIX, is_inserted_conversion
@@ -241,7 +241,7 @@ class Decider:
         for mark in marks:
             if mark in attrs:
                 return None
-        return port_key(node)
+        return port_key_of(op, attrs)
 
     def _classify_node(self, node, sig) -> Plan:
         plan = Plan(node.name, node.op, SOURCE, sig)
