@@ -117,7 +117,16 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         for port in range(len(outputs_of[name])):
             returned.setdefault(TensorRef(name, port), len(returned))
 
-    stateful_members = {name for name in member_order if is_stateful(view.node(name), library)}
+    stateful_ops: dict[str, bool] = {}  # statefulness is the op's (or the called function's)
+    stateful_members = set()
+    for name in member_order:
+        node = view.node(name)
+        op = node.op
+        stateful_op = stateful_ops.get(op)
+        if stateful_op is None:
+            stateful_op = stateful_ops[op] = is_stateful(node, library)
+        if stateful_op:
+            stateful_members.add(name)
     stateful = bool(stateful_members)
     control_rets = [name for name in member_order
                     if name in stateful_members or name in control_members

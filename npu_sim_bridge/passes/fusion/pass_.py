@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, PassContext, PassResult
+from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.fusion.marks import FUSION_ATTR, fused_from, fusion_rules
 from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
 from npu_sim_bridge.passes.fusion.switch import load_switch
@@ -51,7 +51,7 @@ class FusionPass(GraphPass):
         if unfused:
             stats["unfused"] = len(unfused)
 
-        if any(SEEN_ATTR in node.attr for node in view.nodes()):
+        if report.rerun:  # a node carries the pipeline's stamp: an earlier run fused this graph
             existing = Counter(rule for node in view.nodes() for rule in fusion_rules(node))
             ctx.cache[FUSED_CACHE] = {node.name: fusion_rules(node) for node in view.nodes() if fusion_rules(node)}
             stats.update(already_processed=True, fused=dict(existing))
@@ -66,10 +66,13 @@ class FusionPass(GraphPass):
         env = FusionEnv(candidate=candidate, protected=ctx.item.protected_nodes,
                         native_fp16=(ctx.options.get("sim_fp16_execution") or "emulate") == "native")
         fired, off, refused = Counter(), Counter(), Counter()
+        ops = None  # (name, op) of every node, read again only after a rule has rewritten the graph
         for rule in rules:
             state = states[rule.name]
             roots = rule.root_ops
-            for name in [node.name for node in view.nodes() if roots is None or node.op in roots]:
+            if ops is None:
+                ops = [(node.name, node.op) for node in view.nodes()]
+            for name in [name for name, op in ops if roots is None or op in roots]:
                 node = view.get(name)
                 match = rule.match(view, node) if node is not None else None
                 if match is None:
@@ -85,6 +88,7 @@ class FusionPass(GraphPass):
                     continue
                 fused = rule.rewrite(view, match, env)
                 fired[rule.name] += 1
+                ops = None
                 self._report(ctx, fused, rule, match)
         ctx.cache[FUSED_CACHE] = {node.name: fusion_rules(node) for node in view.nodes() if fusion_rules(node)}
         stats.update(fused=dict(fired), switched_off=dict(off), not_fired=dict(refused))
