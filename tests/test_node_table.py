@@ -4,7 +4,7 @@ import functools
 
 import pytest
 import tensorflow as tf
-from tensorflow.core.framework import graph_pb2, types_pb2
+from tensorflow.core.framework import function_pb2, graph_pb2, node_def_pb2, types_pb2
 from tensorflow.core.protobuf import rewriter_config_pb2
 from tensorflow.python.grappler import tf_optimizer
 
@@ -163,9 +163,13 @@ def _through_grappler(monkeypatch, during_call):
     return tf_optimizer.OptimizeGraph(config, _keras_bn_meta_graph())
 
 
-def test_the_shims_alike_bodies_are_pythons_and_expire_with_the_call(monkeypatch):
-    from tensorflow.core.framework import function_pb2
+def _groups(bodies, names):
+    """Each name's first name with an equal body: how the bodies group the functions."""
+    firsts = {}
+    return [firsts.setdefault(bodies[name], name) for name in names]
 
+
+def test_the_shims_alike_bodies_group_functions_as_python_does_and_expire_with_the_call(monkeypatch):
     from npu_sim_bridge.graph.alike import alike_body
 
     seen = []
@@ -175,15 +179,7 @@ def test_the_shims_alike_bodies_are_pythons_and_expire_with_the_call(monkeypatch
         native = columns[6](list(functions) + ["not_in_the_library"])
         assert set(native) == set(functions)
         python = {name: alike_body(f) for name, f in functions.items()}
-        for name in functions:  # the same message (map entries may be serialized in another order)
-            assert function_pb2.FunctionDef.FromString(native[name]) == \
-                function_pb2.FunctionDef.FromString(python[name]), name
-
-        def groups(bodies):
-            firsts = {}
-            return [firsts.setdefault(bodies[name], name) for name in functions]
-
-        assert groups(native) == groups(python)
+        assert _groups(native, functions) == _groups(python, functions)
         seen.append((len(functions), len(set(native.values())), columns[6]))
 
     _through_grappler(monkeypatch, compare)
@@ -191,6 +187,55 @@ def test_the_shims_alike_bodies_are_pythons_and_expire_with_the_call(monkeypatch
     assert count > distinct > 1, "the model has functions alike but for names"
     with pytest.raises(RuntimeError, match="gone once the call returns"):
         alike_bodies(["anything"])
+
+
+def _library_graph(*functions):
+    graph_def = graph_pb2.GraphDef()
+    graph_def.library.function.extend(functions)
+    return graph_def
+
+
+def _body(name, arg="x", scale=2.0, shape=(4,), wiring="x", extra_attr=None, order=("mul", "out")):
+    """`name(arg) = Identity(Mul(wiring, scale))`, with a shape attr and arg attrs alike bodies may differ in."""
+    function = function_pb2.FunctionDef()
+    function.signature.name = name
+    function.signature.input_arg.add(name=arg, type=types_pb2.DT_FLOAT)
+    function.signature.output_arg.add(name="y", type=types_pb2.DT_FLOAT)
+    function.arg_attr[0].attr["_user_specified_name"].s = arg.encode()
+    constant = node_def_pb2.NodeDef(name="scale", op="Const")
+    constant.attr["dtype"].type = types_pb2.DT_FLOAT
+    constant.attr["value"].tensor.dtype = types_pb2.DT_FLOAT
+    constant.attr["value"].tensor.float_val.append(scale)
+    mul = node_def_pb2.NodeDef(name="mul", op="Mul", input=[arg if wiring == "x" else wiring, "scale:output:0"])
+    mul.attr["T"].type = types_pb2.DT_FLOAT
+    dims = mul.attr["_output_shapes"].list.shape.add().dim
+    for size in shape:
+        dims.add(size=size)
+    if extra_attr:
+        mul.attr[extra_attr].b = True
+    out = node_def_pb2.NodeDef(name="out", op="Identity", input=["mul:z:0"])
+    out.attr["T"].type = types_pb2.DT_FLOAT
+    by_name = {"mul": mul, "out": out}
+    function.node_def.extend([constant] + [by_name[key] for key in order])
+    function.ret["y"] = "out:output:0"
+    return function
+
+
+def test_the_shims_alike_bodies_tell_alike_from_different():
+    from npu_sim_bridge.graph.alike import alike_body
+
+    functions = [
+        _body("f"), _body("alike", arg="a", shape=(8,)),                    # names and shapes aside: alike
+        _body("other_scale", scale=3.0), _body("other_attr", extra_attr="transpose_a"),
+        _body("other_wiring", wiring="scale:output:0"), _body("other_order", order=("out", "mul")),
+    ]
+    names = [function.signature.name for function in functions]
+    columns = _shim_columns(_library_graph(*functions))
+    native = columns[6](names)
+    python = {function.signature.name: alike_body(function) for function in functions}
+    assert native["f"] == native["alike"]
+    assert len({native[name] for name in names[1:]}) == len(names) - 1
+    assert _groups(native, names) == _groups(python, names)
 
 
 def _normalized(graph_def) -> str:

@@ -32,13 +32,14 @@ def _split(text: str) -> tuple[str, str, str]:
 
 def alike_key(fdef: function_pb2.FunctionDef, *context, body: bytes | None = None) -> bytes:
     """Equal for two FunctionDefs (with equal `context`) exactly when their bodies are alike.
-    `body`: `alike_body(fdef)` when the caller has it (the shim works it out in C++)."""
+    `body`: what stands for `alike_body(fdef)` when the caller has it (the shim's encoding, equal
+    exactly when alike_body is; the keys of one run all come from one of the two)."""
     return repr(context).encode() + b"\0" + (alike_body(fdef) if body is None else body)
 
 
 def alike_body(fdef: function_pb2.FunctionDef) -> bytes:
     """The body serialized without what alike bodies may differ in, arguments by position. The
-    shim's AlikeBody (native/npu_optimizer.cc) gives the same bytes."""
+    shim's AlikeEncoder (native/npu_optimizer.cc) encodes the same content its own way."""
     copy = function_pb2.FunctionDef()
     copy.CopyFrom(fdef)
     copy.signature.name = ""

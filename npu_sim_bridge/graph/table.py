@@ -51,8 +51,9 @@ class NodeTable:
         self.dtypes = dtypes
         self.unstamped = unstamped
         self.digests = frozenset(digests)
-        # The shim's: {name: graph/alike.py alike_body} of named library functions, read in C++ from
-        # the library as it came, while the NpuOptimizer call lasts; None when read from protobuf.
+        # The shim's: {name: alike body} of named library functions (equal exactly when graph/alike.py
+        # alike_body is), read in C++ from the library as it came while the NpuOptimizer call lasts;
+        # None when read from protobuf.
         self.alike_bodies = alike_bodies
         # The shim's too: {producer: {consumer: edges}} as GraphView indexes it, and whether every edge
         # runs forward in GraphDef order (NextIteration's back edges aside); None when not known.

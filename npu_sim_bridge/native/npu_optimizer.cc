@@ -237,85 +237,125 @@ int MainDtype(const tensorflow::NodeDef& node) {
   return tensorflow::DT_INVALID;
 }
 
-// graph/alike.py alike_body, of one FunctionDef (keep the two alike; a test compares their bytes):
-// the body serialized deterministically without what alike bodies may differ in (names of the
-// function and its arguments, argument attrs and handle data, shape attrs), arguments by position.
-std::string AlikeBody(const tensorflow::FunctionDef& function) {
-  static const char* const kShapeAttrs[] = {"_output_shapes", "output_shapes", "shape", "shapes",
-                                            "element_shape"};
-  // The copy is built field by field, so that the shape attrs (most of a body's bytes) are never
-  // copied; the field counts say when a newer TensorFlow has fields this does not know of.
-  static const bool known_fields = tensorflow::FunctionDef::descriptor()->field_count() == 7 &&
-                                   tensorflow::NodeDef::descriptor()->field_count() == 7;
-  const auto is_shape_attr = [](const std::string& key) {
-    for (const char* shape : kShapeAttrs) {
+// The alike key of one FunctionDef: equal for two functions exactly when graph/alike.py alike_body
+// gives them equal bytes (the same body but for the names of the function and its arguments,
+// argument attrs and handle data, shape attrs). Not those bytes: an encoding of the same content,
+// read from the function as it is (no copy), every part length-prefixed and every map in key order.
+class AlikeEncoder {
+ public:
+  std::string Encode(const tensorflow::FunctionDef& function) {
+    out_.clear();
+    positional_.clear();
+    tensorflow::OpDef signature(function.signature());
+    signature.clear_name();
+    for (int i = 0; i < signature.input_arg_size(); ++i) {
+      auto* arg = signature.mutable_input_arg(i);
+      std::string place = "%" + std::to_string(i);
+      positional_[arg->name()] = place;
+      arg->set_name(place);
+      arg->clear_handle_data();
+    }
+    for (auto& arg : *signature.mutable_output_arg()) arg.clear_handle_data();
+    PutMessage(signature);
+    PutAttrs(function.attr(), [](const std::string& key) { return key == "_input_shapes"; });
+    std::vector<std::pair<uint32_t, uint32_t>> unique(function.resource_arg_unique_id().begin(),
+                                                      function.resource_arg_unique_id().end());
+    std::sort(unique.begin(), unique.end());
+    PutCount(unique.size());
+    for (const auto& entry : unique) {
+      Put(std::to_string(entry.first));
+      Put(std::to_string(entry.second));
+    }
+    PutCount(function.node_def_size());
+    for (const auto& node : function.node_def()) {
+      Put(node.name());
+      Put(node.op());
+      PutCount(node.input_size());
+      for (const auto& input : node.input()) Put(Renamed(input));
+      Put(node.device());
+      PutMessage(node.experimental_debug_info());
+      PutCount(node.has_experimental_type() ? 1 : 0);
+      if (node.has_experimental_type()) PutMessage(node.experimental_type());
+      PutAttrs(node.attr(), IsShapeAttr);
+    }
+    PutSorted(function.ret(), true);
+    PutSorted(function.control_ret(), false);
+    return out_;
+  }
+
+  // Whether this encoder knows every field of FunctionDef and NodeDef (a newer TensorFlow may add some).
+  static bool KnowsTheFields() {
+    return tensorflow::FunctionDef::descriptor()->field_count() == 7 &&
+           tensorflow::NodeDef::descriptor()->field_count() == 7;
+  }
+
+ private:
+  static bool IsShapeAttr(const std::string& key) {
+    for (const char* shape : {"_output_shapes", "output_shapes", "shape", "shapes", "element_shape"}) {
       if (key == shape) return true;
     }
     return false;
-  };
-  tensorflow::FunctionDef copy;
-  if (known_fields) {
-    *copy.mutable_signature() = function.signature();
-    *copy.mutable_attr() = function.attr();
-    *copy.mutable_resource_arg_unique_id() = function.resource_arg_unique_id();
-    *copy.mutable_ret() = function.ret();
-    *copy.mutable_control_ret() = function.control_ret();
-    copy.mutable_node_def()->Reserve(function.node_def_size());
-    for (const auto& node : function.node_def()) {
-      auto* body = copy.add_node_def();
-      body->set_name(node.name());
-      body->set_op(node.op());
-      *body->mutable_input() = node.input();
-      body->set_device(node.device());
-      if (node.has_experimental_debug_info()) {
-        *body->mutable_experimental_debug_info() = node.experimental_debug_info();
-      }
-      if (node.has_experimental_type()) *body->mutable_experimental_type() = node.experimental_type();
-      auto* attrs = body->mutable_attr();
-      for (const auto& entry : node.attr()) {
-        if (!is_shape_attr(entry.first)) (*attrs)[entry.first] = entry.second;
-      }
-    }
-  } else {
-    copy = function;
-    for (auto& node : *copy.mutable_node_def()) {
-      for (const char* key : kShapeAttrs) node.mutable_attr()->erase(key);
-    }
   }
-  auto* signature = copy.mutable_signature();
-  signature->clear_name();
-  std::unordered_map<std::string, std::string> positional;
-  for (int i = 0; i < signature->input_arg_size(); ++i) {
-    auto* arg = signature->mutable_input_arg(i);
-    std::string place = "%" + std::to_string(i);
-    positional[arg->name()] = place;
-    arg->set_name(place);
-    arg->clear_handle_data();
-  }
-  for (auto& arg : *signature->mutable_output_arg()) arg.clear_handle_data();
-  copy.clear_arg_attr();
-  copy.mutable_attr()->erase("_input_shapes");
+
   // "^" or "", the node part, then the rest from the first ':': the node part renamed by position.
-  auto rename = [&positional](std::string* text) {
-    const size_t start = (!text->empty() && (*text)[0] == '^') ? 1 : 0;
-    const size_t colon = text->find(':', start);
-    const size_t end = colon == std::string::npos ? text->size() : colon;
-    auto found = positional.find(text->substr(start, end - start));
-    if (found != positional.end()) text->replace(start, end - start, found->second);
-  };
-  for (auto& node : *copy.mutable_node_def()) {
-    for (auto& input : *node.mutable_input()) rename(&input);
+  std::string Renamed(const std::string& text) const {
+    const size_t start = (!text.empty() && text[0] == '^') ? 1 : 0;
+    const size_t colon = text.find(':', start);
+    const size_t end = colon == std::string::npos ? text.size() : colon;
+    auto found = positional_.find(text.substr(start, end - start));
+    if (found == positional_.end()) return text;
+    std::string renamed(text);
+    renamed.replace(start, end - start, found->second);
+    return renamed;
   }
-  for (auto& entry : *copy.mutable_ret()) rename(&entry.second);
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    copy.SerializeToCodedStream(&coded);
+
+  void PutCount(size_t count) { Put(std::to_string(count)); }
+
+  void Put(std::string_view part) {
+    const uint64_t size = part.size();
+    out_.append(reinterpret_cast<const char*>(&size), sizeof(size));
+    out_.append(part.data(), part.size());
   }
-  return bytes;
-}
+
+  void PutMessage(const google::protobuf::MessageLite& message) {
+    scratch_.clear();
+    {
+      google::protobuf::io::StringOutputStream stream(&scratch_);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      message.SerializeToCodedStream(&coded);
+    }
+    Put(scratch_);
+  }
+
+  template <typename Skip>
+  void PutAttrs(const google::protobuf::Map<std::string, tensorflow::AttrValue>& attrs, Skip skip) {
+    std::vector<const std::string*> keys;
+    keys.reserve(attrs.size());
+    for (const auto& entry : attrs) {
+      if (!skip(entry.first)) keys.push_back(&entry.first);
+    }
+    std::sort(keys.begin(), keys.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+    PutCount(keys.size());
+    for (const std::string* key : keys) {
+      Put(*key);
+      PutMessage(attrs.at(*key));
+    }
+  }
+
+  void PutSorted(const google::protobuf::Map<std::string, std::string>& entries, bool rename) {
+    std::vector<std::pair<std::string_view, std::string_view>> sorted(entries.begin(), entries.end());
+    std::sort(sorted.begin(), sorted.end());
+    PutCount(sorted.size());
+    for (const auto& entry : sorted) {
+      Put(entry.first);
+      Put(rename ? Renamed(std::string(entry.second)) : std::string(entry.second));
+    }
+  }
+
+  std::string out_, scratch_;
+  std::unordered_map<std::string, std::string> positional_;
+};
 
 // The library of the graph the shim hands over, for the Python side to ask about while the call
 // lasts (the shim clears `library` when it returns).
@@ -329,7 +369,8 @@ void FreeLibraryHandle(PyObject* capsule) {
   delete static_cast<LibraryHandle*>(PyCapsule_GetPointer(capsule, kLibraryHandleName));
 }
 
-// alike_bodies(names) -> {name: AlikeBody of that library function}, for the names the library has.
+// alike_bodies(names) -> {name: AlikeEncoder's key of that library function}, for the names the
+// library has; {} when the encoder does not know every field of this TensorFlow's protos.
 PyObject* AlikeBodies(PyObject* self, PyObject* names) {
   auto* handle = static_cast<LibraryHandle*>(PyCapsule_GetPointer(self, kLibraryHandleName));
   if (handle == nullptr) return nullptr;
@@ -339,9 +380,13 @@ PyObject* AlikeBodies(PyObject* self, PyObject* names) {
                     "call returns: ask during the call");
     return nullptr;
   }
+  if (!AlikeEncoder::KnowsTheFields()) {  // the Python side works the keys out itself
+    return PyDict_New();
+  }
   PyRef wanted(PySet_New(names));
   PyRef result(PyDict_New());
   if (!wanted || !result) return nullptr;
+  AlikeEncoder encoder;
   for (const auto& function : handle->library->function()) {
     const std::string& name = function.signature().name();
     PyRef key(PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size())));
@@ -349,7 +394,7 @@ PyObject* AlikeBodies(PyObject* self, PyObject* names) {
     const int asked = PySet_Contains(wanted.get(), key.get());
     if (asked < 0) return nullptr;
     if (!asked) continue;
-    PyRef body(ToPyBytes(AlikeBody(function)));
+    PyRef body(ToPyBytes(encoder.Encode(function)));
     if (!body || PyDict_SetItem(result.get(), key.get(), body.get()) != 0) return nullptr;
   }
   Py_INCREF(result.get());
@@ -357,7 +402,7 @@ PyObject* AlikeBodies(PyObject* self, PyObject* names) {
 }
 
 PyMethodDef kAlikeBodiesDef = {"alike_bodies", AlikeBodies, METH_O,
-                               "{name: alike body} of the named library functions (graph/alike.py)"};
+                               "{name: alike key} of the named library functions (graph/alike.py)"};
 
 // The node an input string names, as graph/names.py parse_input reads it: "^x" and "x:N" name x.
 std::string_view ProducerOf(std::string_view text) {

@@ -65,13 +65,16 @@ class PassContext:
         return self.results.get(kind)
 
     def alike_bodies(self, names) -> dict[str, bytes]:
-        """`alike_body` of the named library functions, from the shim while the library is as it came
-        (it reads them in C++ from the graph it handed over); else, or outside a Session, {}: the
-        caller works them out."""
+        """{name: alike body} of the named library functions, from the shim while the library is as it
+        came (it reads them in C++ from the graph it handed over): equal for two functions exactly
+        when graph/alike.py `alike_body` is, though not the same bytes. {} when the library was edited,
+        outside a Session, or when the shim cannot give every name: the caller works them all out."""
         read = self.table.alike_bodies if self.table is not None else None
         if read is None or self.library_edited:
             return {}
-        return read(list(names))
+        names = list(dict.fromkeys(names))
+        found = read(names)
+        return found if len(found) == len(names) else {}
 
     def ops_library(self):
         """The operator library the options name (loaded once per pipeline run)."""
