@@ -38,13 +38,14 @@ class NodeTable:
     """Per node, in GraphDef order: name, op, input strings and main dtype; plus the count of nodes
     without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
 
-    __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies", "_consumers",
-                 "forward")
+    __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies", "forward",
+                 "_consumers")
 
     def __init__(self, names: list[str], ops: list[str], inputs: list[list[str]], dtypes: list[int],
                  unstamped: int, digests: Sequence[str],
                  alike_bodies: Callable[[list[str]], dict[str, bytes]] | None = None,
-                 consumers: dict[str, dict[str, int]] | None = None, forward: bool | None = None):
+                 forward: bool | None = None,
+                 consumers: Callable[[], dict[str, dict[str, int]]] | None = None):
         self.names = names
         self.ops = ops
         self.inputs = inputs      # read-only: a view copies them
@@ -55,16 +56,17 @@ class NodeTable:
         # alike_body is), read in C++ from the library as it came while the NpuOptimizer call lasts;
         # None when read from protobuf.
         self.alike_bodies = alike_bodies
-        # The shim's too: {producer: {consumer: edges}} as GraphView indexes it, and whether every edge
-        # runs forward in GraphDef order (NextIteration's back edges aside); None when not known.
-        self._consumers = consumers
+        # The shim's too: whether every edge runs forward in GraphDef order (NextIteration's back edges
+        # aside), None when not known; and a callable giving {producer: {consumer: edges}} as
+        # GraphView indexes the graph, worked out in C++ when asked (during the call).
         self.forward = forward
+        self._consumers = consumers
 
     def take_consumers(self) -> dict[str, dict[str, int]] | None:
-        """The consumer index, handed to the one view built from this table (which edits it); None
-        when the table has none (the view works it out)."""
+        """The consumer index, for the one view built from this table (which edits it); None when the
+        table cannot give it (the view works it out)."""
         consumers, self._consumers = self._consumers, None
-        return consumers
+        return consumers() if consumers is not None else None
 
     @classmethod
     def of(cls, graph_def: graph_pb2.GraphDef, stamp_attr: str = "", digest_attr: str = "") -> "NodeTable":
@@ -86,8 +88,8 @@ class NodeTable:
 
     @classmethod
     def from_columns(cls, columns: tuple, graph_def: graph_pb2.GraphDef) -> "NodeTable":
-        """The shim's columns (names, ops, inputs, dtypes, unstamped, digests, alike_bodies, consumers,
-        forward) of `graph_def`."""
+        """The shim's columns (names, ops, inputs, dtypes, unstamped, digests, alike_bodies, forward,
+        consumers) of `graph_def`."""
         table = cls(*columns)
         nodes = graph_def.node
         count = len(table.names)

@@ -10,7 +10,7 @@ An open `EditJournal` records what the mutators do (a later pass asks what an ea
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
@@ -54,7 +54,7 @@ class GraphView:
         self._order_memo: tuple[int, list[str]] | None = None
         self.hubs: list[control_hubs.Hub] = []
         if table is not None:
-            self._index(table.names, table.inputs, gather_control_inputs, table.take_consumers())
+            self._index(table.names, table.inputs, gather_control_inputs, table.take_consumers)
             if table.forward:  # the shim saw every edge run forward: the GraphDef order is topological
                 self.remember_order(list(self._order))
         else:  # only names and inputs: the other columns are not the view's
@@ -311,9 +311,10 @@ class GraphView:
 
     # -------------------------------------------------------------- internals
     def _index(self, names: list[str], inputs, gather_control_inputs: bool,
-               consumers: dict[str, dict[str, int]] | None = None) -> None:
+               given_consumers: Callable[[], dict[str, dict[str, int]] | None] | None = None) -> None:
         """Index the GraphDef's nodes from their names and input strings (copied: the view edits its
-        own), and `consumers`, their consumer index, when the caller has it (the view takes it)."""
+        own). `given_consumers` gives their consumer index (the view takes it), or None; asked only
+        where no hubs change the edges."""
         self._nodes: dict[str, node_def_pb2.NodeDef] = dict(zip(names, self._graph_def.node))
         self._inputs: dict[str, list[str]] = dict(zip(names, map(list, inputs)))
         self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
@@ -323,9 +324,11 @@ class GraphView:
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(duplicates)[:10]))
         hubs = control_hubs.plan_hubs(self._inputs, lambda name: self._nodes[name].op) if gather_control_inputs else []
+        consumers = None
         if hubs:  # the hubs take most control edges away (ResNet-50: 78k of 92k): index what is left
             self._gather(hubs)
-            consumers = None
+        elif given_consumers is not None:
+            consumers = given_consumers()
         if consumers is None:
             consumers = defaultdict(dict)
             for name, node_inputs in self._inputs.items():  # _link inlined: this loop sees every edge

@@ -357,29 +357,38 @@ class AlikeEncoder {
   std::unordered_map<std::string, std::string> positional_;
 };
 
-// The library of the graph the shim hands over, for the Python side to ask about while the call
-// lasts (the shim clears `library` when it returns).
-struct LibraryHandle {
-  const tensorflow::FunctionDefLibrary* library = nullptr;
+// The graph the shim hands over, for the Python side to ask about while the call lasts (the shim
+// clears `graph` when it returns), and what NodeColumns worked out of it.
+struct GraphHandle {
+  const GraphDef* graph = nullptr;
   std::unique_ptr<GraphDef> owned;  // NpuSimColumns' graph: the handle keeps it alive
+  PyObject* names = nullptr;        // the names column (a reference of the handle's own)
+  std::vector<int32_t> producer;    // per input, in node then input order: the producer's node, or -1
+  ~GraphHandle() { Py_XDECREF(names); }
 };
-constexpr char kLibraryHandleName[] = "npu_sim_bridge.library";
+constexpr char kGraphHandleName[] = "npu_sim_bridge.graph";
 
-void FreeLibraryHandle(PyObject* capsule) {
-  delete static_cast<LibraryHandle*>(PyCapsule_GetPointer(capsule, kLibraryHandleName));
+void FreeGraphHandle(PyObject* capsule) {
+  delete static_cast<GraphHandle*>(PyCapsule_GetPointer(capsule, kGraphHandleName));
+}
+
+// The handle of a live graph, or nullptr with a Python error set.
+GraphHandle* LiveGraph(PyObject* capsule, const char* asked) {
+  auto* handle = static_cast<GraphHandle*>(PyCapsule_GetPointer(capsule, kGraphHandleName));
+  if (handle != nullptr && handle->graph == nullptr) {
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s reads the graph NpuOptimizer handed over, which is gone once the call returns: "
+                 "ask during the call", asked);
+    return nullptr;
+  }
+  return handle;
 }
 
 // alike_bodies(names) -> {name: AlikeEncoder's key of that library function}, for the names the
 // library has; {} when the encoder does not know every field of this TensorFlow's protos.
 PyObject* AlikeBodies(PyObject* self, PyObject* names) {
-  auto* handle = static_cast<LibraryHandle*>(PyCapsule_GetPointer(self, kLibraryHandleName));
+  GraphHandle* handle = LiveGraph(self, "alike_bodies");
   if (handle == nullptr) return nullptr;
-  if (handle->library == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "alike_bodies reads the graph NpuOptimizer handed over, which is gone once the "
-                    "call returns: ask during the call");
-    return nullptr;
-  }
   if (!AlikeEncoder::KnowsTheFields()) {  // the Python side works the keys out itself
     return PyDict_New();
   }
@@ -387,7 +396,7 @@ PyObject* AlikeBodies(PyObject* self, PyObject* names) {
   PyRef result(PyDict_New());
   if (!wanted || !result) return nullptr;
   AlikeEncoder encoder;
-  for (const auto& function : handle->library->function()) {
+  for (const auto& function : handle->graph->library().function()) {
     const std::string& name = function.signature().name();
     PyRef key(PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size())));
     if (!key) return nullptr;
@@ -415,21 +424,63 @@ std::string_view ProducerOf(std::string_view text) {
   return text.substr(0, colon);
 }
 
+// consumers() -> {producer: {consumer: edges}}, as GraphView indexes the graph: producers in the
+// order their first edge comes (a missing producer by the name the input gives).
+PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
+  GraphHandle* handle = LiveGraph(self, "consumers");
+  if (handle == nullptr) return nullptr;
+  const GraphDef& graph = *handle->graph;
+  PyRef consumers(PyDict_New());
+  if (!consumers) return nullptr;
+  size_t edge = 0;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    PyObject* name = PyList_GET_ITEM(handle->names, i);  // borrowed
+    for (const auto& input : graph.node(i).input()) {
+      const int32_t at = handle->producer[edge++];
+      const std::string_view text = at >= 0 ? std::string_view() : ProducerOf(input);
+      PyRef missing(at >= 0 ? nullptr
+                            : PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())));
+      if (at < 0 && !missing) return nullptr;
+      PyObject* key = at >= 0 ? PyList_GET_ITEM(handle->names, at) : missing.get();  // borrowed
+      PyObject* edges = PyDict_GetItemWithError(consumers.get(), key);  // borrowed
+      if (edges == nullptr) {
+        if (PyErr_Occurred()) return nullptr;
+        PyRef made(PyDict_New());
+        if (!made || PyDict_SetItem(consumers.get(), key, made.get()) != 0) return nullptr;
+        edges = made.get();
+      }
+      PyObject* before = PyDict_GetItemWithError(edges, name);  // borrowed
+      if (before == nullptr && PyErr_Occurred()) return nullptr;
+      PyRef now(PyLong_FromLong(before == nullptr ? 1 : PyLong_AsLong(before) + 1));
+      if (!now || PyDict_SetItem(edges, name, now.get()) != 0) return nullptr;
+    }
+  }
+  Py_INCREF(consumers.get());
+  return consumers.get();
+}
+
+PyMethodDef kConsumersDef = {"consumers", Consumers, METH_NOARGS,
+                             "{producer: {consumer: edges}} of the graph (graph/view.py)"};
+
 // The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
 // (names, ops, inputs (a list of input strings per node), main dtypes, nodes without the stamp,
-// the option digests earlier runs left, alike_bodies over `handle`'s library, the consumer index
-// {producer: {consumer: edges}}, whether every edge runs forward in GraphDef order (edges out of
-// NextIteration nodes and from missing nodes aside)). New reference, or nullptr with a Python
+// the option digests earlier runs left, alike_bodies, whether every edge runs forward in GraphDef
+// order (edges out of NextIteration nodes and from missing nodes aside), consumers). The two
+// callables read `capsule`'s graph, and fill its handle. New reference, or nullptr with a Python
 // error set.
-PyObject* NodeColumns(const GraphDef& graph, PyObject* handle) {
+PyObject* NodeColumns(PyObject* capsule) {
+  auto* handle = static_cast<GraphHandle*>(PyCapsule_GetPointer(capsule, kGraphHandleName));
+  if (handle == nullptr) return nullptr;
+  const GraphDef& graph = *handle->graph;
   const Py_ssize_t count = graph.node_size();
   Interner texts;
   PyRef names(PyList_New(count)), ops(PyList_New(count)), inputs(PyList_New(count)),
-      dtypes(PyList_New(count)), digests(PyList_New(0)), consumers(PyDict_New());
-  if (!names || !ops || !inputs || !dtypes || !digests || !consumers) return nullptr;
-  std::unordered_map<std::string_view, Py_ssize_t> position;
+      dtypes(PyList_New(count)), digests(PyList_New(0));
+  if (!names || !ops || !inputs || !dtypes || !digests) return nullptr;
+  std::unordered_map<std::string_view, int32_t> position;
   position.reserve(static_cast<size_t>(count));
-  for (Py_ssize_t i = 0; i < count; ++i) position.emplace(graph.node(static_cast<int>(i)).name(), i);
+  for (int i = 0; i < graph.node_size(); ++i) position.emplace(graph.node(i).name(), i);
+  handle->producer.clear();
   bool forward = true;
   long unstamped = 0;
   for (Py_ssize_t i = 0; i < count; ++i) {
@@ -453,26 +504,12 @@ PyObject* NodeColumns(const GraphDef& graph, PyObject* handle) {
       PyObject* text = texts.Get(node.input(j));
       if (text == nullptr) return nullptr;
       PyList_SET_ITEM(node_inputs, j, text);
-      const std::string_view producer = ProducerOf(node.input(j));
-      PyRef key(texts.Get(producer));
-      if (!key) return nullptr;
-      PyObject* edges = PyDict_GetItemWithError(consumers.get(), key.get());  // borrowed
-      if (edges == nullptr) {
-        if (PyErr_Occurred()) return nullptr;
-        PyRef made(PyDict_New());
-        if (!made || PyDict_SetItem(consumers.get(), key.get(), made.get()) != 0) return nullptr;
-        edges = made.get();
-      }
-      PyObject* before = PyDict_GetItemWithError(edges, name);  // borrowed
-      if (before == nullptr && PyErr_Occurred()) return nullptr;
-      PyRef edges_now(PyLong_FromLong(before == nullptr ? 1 : PyLong_AsLong(before) + 1));
-      if (!edges_now || PyDict_SetItem(edges, name, edges_now.get()) != 0) return nullptr;
-      if (forward) {
-        auto at = position.find(producer);
-        if (at != position.end() && at->second >= i) {
-          const std::string& producer_op = graph.node(static_cast<int>(at->second)).op();
-          forward = producer_op == "NextIteration" || producer_op == "RefNextIteration";
-        }
+      auto at = position.find(ProducerOf(node.input(j)));
+      const int32_t producer = at == position.end() ? -1 : at->second;
+      handle->producer.push_back(producer);
+      if (forward && producer >= i) {
+        const std::string& producer_op = graph.node(producer).op();
+        forward = producer_op == "NextIteration" || producer_op == "RefNextIteration";
       }
     }
     const auto& attrs = node.attr();
@@ -484,10 +521,15 @@ PyObject* NodeColumns(const GraphDef& graph, PyObject* handle) {
       if (!text || PyList_Append(digests.get(), text.get()) != 0) return nullptr;
     }
   }
-  PyRef alike_bodies(PyCFunction_New(&kAlikeBodiesDef, handle));
-  if (!alike_bodies) return nullptr;
+  Py_XDECREF(handle->names);
+  handle->names = names.get();
+  Py_INCREF(handle->names);
+  PyRef alike_bodies(PyCFunction_New(&kAlikeBodiesDef, capsule));
+  PyRef consumers(PyCFunction_New(&kConsumersDef, capsule));
+  if (!alike_bodies || !consumers) return nullptr;
   return Py_BuildValue("(OOOOlOOOO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
-                       digests.get(), alike_bodies.get(), consumers.get(), forward ? Py_True : Py_False);
+                       digests.get(), alike_bodies.get(), forward ? Py_True : Py_False,
+                       consumers.get());
 }
 
 class NpuOptimizer : public CustomGraphOptimizer {
@@ -581,17 +623,18 @@ class NpuOptimizer : public CustomGraphOptimizer {
       }
       // The library handle lives as long as the Python side keeps it; what it points to, only
       // until the call returns.
-      auto* library = new LibraryHandle{&item.graph.library(), nullptr};
-      PyRef handle(PyCapsule_New(library, kLibraryHandleName, FreeLibraryHandle));
+      auto* graph = new GraphHandle;
+      graph->graph = &item.graph;
+      PyRef handle(PyCapsule_New(graph, kGraphHandleName, FreeGraphHandle));
       if (!handle) {
-        delete library;
+        delete graph;
         return tensorflow::errors::Internal("NpuOptimizer: cannot build the call arguments: ",
                                             FetchPythonError());
       }
       struct Expire {
-        LibraryHandle* library;
-        ~Expire() { library->library = nullptr; }
-      } expire{library};
+        GraphHandle* graph;
+        ~Expire() { graph->graph = nullptr; }
+      } expire{graph};
       PyRef graph_arg(ToPyBytes(graph_bytes));
       if (!graph_arg) {
         return tensorflow::errors::Internal("NpuOptimizer: cannot build the call arguments: ",
@@ -604,7 +647,7 @@ class NpuOptimizer : public CustomGraphOptimizer {
                                    static_cast<Py_ssize_t>(item.id.size())),
                                graph_arg.get(), ToPyList(item.fetch),
                                ToPyList(feed), ToPyList(preserve),
-                               ToPyBytes(config_bytes_), NodeColumns(item.graph, handle.get())));
+                               ToPyBytes(config_bytes_), NodeColumns(handle.get())));
       if (!args) {
         return tensorflow::errors::Internal(
             "NpuOptimizer: cannot build the call arguments: ",
@@ -777,9 +820,9 @@ size_t FindRoot(std::vector<size_t>* parent, size_t unit) {
 }  // namespace npu_sim_bridge
 
 // The node columns NodeColumns hands over with a Grappler item, of a serialized GraphDef: what
-// tests compare with the columns read in Python. alike_bodies stays usable while it is referenced.
+// tests compare with the columns read in Python. Its callables stay usable while referenced.
 extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObject* args) {
-  using npu_sim_bridge::LibraryHandle;
+  using npu_sim_bridge::GraphHandle;
   using npu_sim_bridge::PyRef;
   PyObject* bytes = nullptr;
   char* data = nullptr;
@@ -792,14 +835,15 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObje
     PyErr_SetString(PyExc_ValueError, "NpuSimColumns: the bytes are not a GraphDef");
     return nullptr;
   }
-  auto* library = new LibraryHandle{&graph->library(), std::move(graph)};
-  PyRef handle(PyCapsule_New(library, npu_sim_bridge::kLibraryHandleName,
-                             npu_sim_bridge::FreeLibraryHandle));
-  if (!handle) {
-    delete library;
+  auto* handle = new GraphHandle;
+  handle->graph = graph.get();
+  handle->owned = std::move(graph);
+  PyRef capsule(PyCapsule_New(handle, npu_sim_bridge::kGraphHandleName, npu_sim_bridge::FreeGraphHandle));
+  if (!capsule) {
+    delete handle;
     return nullptr;
   }
-  return npu_sim_bridge::NodeColumns(*library->owned, handle.get());
+  return npu_sim_bridge::NodeColumns(capsule.get());
 }
 
 // passes/partition/cluster.py _segments_py, over the units of a graph: (order, pred, succ, device)
