@@ -35,13 +35,24 @@ class LibraryScan:
     functions each calls (op type, or a func attr of a control-flow or call op), and those a call
     node marks for XLA."""
 
-    def __init__(self, nodes, functions):
+    def __init__(self, nodes, functions, alike=None):
+        """`alike`: {function name: alike key} (PassContext.alike_bodies), when the caller has them: of
+        functions with equal keys only the first is swept (their nodes, attrs and calls are the same)."""
         self.functions = functions
         self.marks: set[str] = set()   # settings recorded by an earlier run ('mode:execution')
         self._calls: dict[str | None, list[str]] = {}  # None: the graph; else a function's name
         self._marked: set[str] = set()  # functions a call node marks for XLA
         self._sweep(None, nodes)
+        alike = alike or {}
+        swept: dict[bytes, str] = {}  # alike key -> the function swept for it
         for name, fdef in functions.items():
+            key = alike.get(name)
+            first = swept.get(key) if key is not None else None
+            if first is not None:
+                self._calls[name] = list(self._calls[first])
+                continue
+            if key is not None:
+                swept[key] = name
             self._sweep(name, fdef.node_def)
 
     def _sweep(self, owner: str | None, nodes) -> None:

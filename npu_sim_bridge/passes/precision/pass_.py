@@ -39,7 +39,9 @@ class PrecisionPass(GraphPass):
 
         setting = marks.setting(mode.mode, mode.emulate)
         functions = {f.signature.name: f for f in view.graph_def.library.function}
-        scan = fn.LibraryScan(view.nodes(), functions)
+        # The shim's alike keys ({} without it): alike bodies are scanned and decided once.
+        alike = ctx.alike_bodies(functions) if functions else {}
+        scan = fn.LibraryScan(view.nodes(), functions, alike)
         earlier = scan.marks
         if earlier and earlier != {setting}:
             raise ConfigError(
@@ -71,7 +73,7 @@ class PrecisionPass(GraphPass):
             _report_inserted(report, rewriter, prefix="")
         totals.add(plans, rewriter)
         bodies = self._functions(view, report, library, lists, mode, setting, scan, totals, rewrite,
-                                 round_kernel, ctx.alike_bodies)
+                                 round_kernel, alike)
         view.compact()
 
         stats = {
@@ -95,9 +97,10 @@ class PrecisionPass(GraphPass):
         return PassResult(changed=bool(totals.casts or totals.retyped), stats=stats)
 
     def _functions(self, view, report, library, lists, mode, setting, scan, totals, rewrite,
-                   round_kernel=False, alike_bodies=lambda names: {}) -> int:
+                   round_kernel=False, alike=None) -> int:
         """Decide (and when `rewrite`, rewrite) the bodies of the functions the graph calls.
-        `alike_bodies`: PassContext.alike_bodies (what it lacks is worked out here)."""
+        `alike`: the shim's alike keys of every library function (PassContext.alike_bodies), or
+        empty: then each key is worked out here."""
         count = 0
         functions = scan.functions
         # XLA has no kernel for the rounding op: bodies it compiles round with Cast pairs (the same values).
@@ -106,9 +109,8 @@ class PrecisionPass(GraphPass):
         # get the same decisions and the same rewrite: each is worked out once, the others renamed.
         done: dict[bytes, tuple] = {}
         stored_at = None  # function name -> its index in the library
-        reachable = scan.reachable()
-        bodies = alike_bodies(reachable)
-        for fname in reachable:
+        bodies = alike or {}
+        for fname in scan.reachable():
             fdef = functions[fname]
             if fn.is_parametrized(fdef):
                 report.warn(f"function {fname} has a signature parametrized by type attrs; its body is "
