@@ -37,6 +37,7 @@ import npu_sim_bridge  # noqa: E402,F401  (registers NpuOptimizer)
 from npu_sim_bridge.config import from_dict  # noqa: E402
 from npu_sim_bridge.passes import ItemInfo, run_pipeline  # noqa: E402
 from npu_sim_bridge.testing import models  # noqa: E402
+from npu_sim_bridge.testing.grappler import npu_only_config  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()
 OFF = rewriter_config_pb2.RewriterConfig.OFF
@@ -45,20 +46,16 @@ OFF = rewriter_config_pb2.RewriterConfig.OFF
 # ------------------------------------------------------------------------------- (a) rewrite time
 def optimize_config(which: str) -> config_pb2.ConfigProto:
     """A ConfigProto running only one Grappler optimizer, once."""
+    if which != "tf_amp":
+        # npu_none: no pass at all, the floor any Python pass starts from (GraphDef to Python and back,
+        # validation, report, stamps); npu_all: the whole default pipeline.
+        passes = {"npu_none": "none", "npu_all": "all"}.get(which, "precision")
+        return npu_only_config({"precision_mode": "allow_mix_precision", "sim_passes": passes})
     config = config_pb2.ConfigProto()
     rewrite = config.graph_options.rewrite_options
     rewrite.min_graph_nodes = -1
     rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
-    if which == "tf_amp":
-        rewrite.optimizers.append("auto_mixed_precision_cpu")
-    else:
-        rewrite.optimizers.append("NpuOptimizer")
-        custom = rewrite.custom_optimizers.add()
-        custom.name = "NpuOptimizer"
-        custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
-        # npu_none: no pass at all, the floor any Python pass starts from (GraphDef to Python and back,
-        # validation, report, stamps); npu_all: the whole default pipeline.
-        custom.parameter_map["sim_passes"].s = {"npu_none": b"none", "npu_all": b"all"}.get(which, b"precision")
+    rewrite.optimizers.append("auto_mixed_precision_cpu")
     return config
 
 

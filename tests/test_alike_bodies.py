@@ -90,17 +90,11 @@ def test_alike_bodies_are_rewritten_as_if_each_were_worked_out_on_its_own(monkey
 
 
 def test_alike_bodies_are_shared_in_the_graph_grappler_hands_over(monkeypatch):
-    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
     from tensorflow.python.grappler import tf_optimizer
 
-    config = config_pb2.ConfigProto()
-    rewrite_options = config.graph_options.rewrite_options
-    rewrite_options.min_graph_nodes = -1
-    rewrite_options.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
-    rewrite_options.optimizers.append("NpuOptimizer")
-    custom = rewrite_options.custom_optimizers.add(name="NpuOptimizer")
-    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
-    custom.parameter_map["sim_passes"].s = b"precision"
+    from npu_sim_bridge.testing.grappler import npu_only_config
+
+    config = npu_only_config({"precision_mode": "allow_mix_precision", "sim_passes": "precision"})
     meta = keras_bn_training_meta_graph()
     handed = {f.signature.name: f for f in meta.graph_def.library.function}
     worked_out = []

@@ -13,6 +13,7 @@ from npu_sim_bridge.graph.table import NodeTable, main_dtype
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.native import entry
 from npu_sim_bridge.passes.base import SEEN_ATTR
+from npu_sim_bridge.testing.grappler import npu_only_config
 from npu_sim_bridge.report.model import node_dtype
 
 _v1 = tf.compat.v1
@@ -41,13 +42,7 @@ def _columns_from_the_shim(graph, monkeypatch, iterations=rewriter_config_pb2.Re
     """(graph_def, columns) of every call Grappler made into the entry for `graph`."""
     graph.add_to_collection("train_op", graph.get_operation_by_name("train"))
     meta = _v1.train.export_meta_graph(graph=graph)
-    config = _v1.ConfigProto()
-    rewrite = config.graph_options.rewrite_options
-    rewrite.min_graph_nodes = -1
-    rewrite.meta_optimizer_iterations = iterations
-    rewrite.optimizers.append("NpuOptimizer")
-    custom = rewrite.custom_optimizers.add(name="NpuOptimizer")
-    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    config = npu_only_config({"precision_mode": "allow_mix_precision"}, iterations)
     calls = []
     real = entry.optimize
 
@@ -146,13 +141,7 @@ def _keras_bn_meta_graph():
 def _through_grappler(monkeypatch, during_call):
     """The Keras CNN with control flow v2 through OptimizeGraph; `during_call(graph_def, columns)` runs inside each
     entry call, while the shim's graph is alive. Returns the optimized GraphDef."""
-    config = _v1.ConfigProto()
-    rewrite = config.graph_options.rewrite_options
-    rewrite.min_graph_nodes = -1
-    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
-    rewrite.optimizers.append("NpuOptimizer")
-    custom = rewrite.custom_optimizers.add(name="NpuOptimizer")
-    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    config = npu_only_config({"precision_mode": "allow_mix_precision"})
     real = entry.optimize
 
     def spy(item_id, graph_bytes, *rest):

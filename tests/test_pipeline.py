@@ -235,6 +235,7 @@ def _grappler_calls(monkeypatch, optimizer_name):
     from tensorflow.python.grappler import tf_optimizer
 
     from npu_sim_bridge.testing import models
+    from npu_sim_bridge.testing.grappler import npu_only_config
 
     graph = tf.Graph()
     with models._control_flow("v2"), graph.as_default():
@@ -244,14 +245,7 @@ def _grappler_calls(monkeypatch, optimizer_name):
         loss = tf.reduce_sum(y, name="loss")
         tf.compat.v1.add_to_collection("train_op", loss)
         meta = tf.compat.v1.train.export_meta_graph(graph=graph)
-    config = tf.compat.v1.ConfigProto()
-    rewrite = config.graph_options.rewrite_options
-    rewrite.min_graph_nodes = -1
-    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
-    rewrite.optimizers.append(optimizer_name)
-    custom = rewrite.custom_optimizers.add()
-    custom.name = optimizer_name
-    custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+    config = npu_only_config({"precision_mode": "allow_mix_precision"}, name=optimizer_name)
     calls = []
     original = entry.optimize
     monkeypatch.setattr(entry, "optimize", lambda item_id, *rest: calls.append(item_id) or original(item_id, *rest))

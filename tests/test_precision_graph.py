@@ -276,17 +276,11 @@ def grappler_optimize(graph, fetch, **params):
     """The graph as Grappler's meta optimizer leaves it, with only NpuOptimizer enabled, run once."""
     from tensorflow.python.grappler import tf_optimizer
 
+    from npu_sim_bridge.testing.grappler import npu_only_config
+
     graph.add_to_collection("train_op", graph.get_operation_by_name(fetch))
     meta = tf.compat.v1.train.export_meta_graph(graph=graph)
-    config = tf.compat.v1.ConfigProto()
-    rewrite_options = config.graph_options.rewrite_options
-    rewrite_options.min_graph_nodes = -1
-    rewrite_options.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
-    rewrite_options.optimizers.append("NpuOptimizer")
-    custom = rewrite_options.custom_optimizers.add(name="NpuOptimizer")
-    for key, value in params.items():
-        custom.parameter_map[key].s = value.encode()
-    return tf_optimizer.OptimizeGraph(config, meta)
+    return tf_optimizer.OptimizeGraph(npu_only_config(params), meta)
 
 
 def test_grappler_function_items_keep_the_body_their_caller_rewrote(monkeypatch):
