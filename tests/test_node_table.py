@@ -47,7 +47,10 @@ def _columns_from_the_shim(graph, monkeypatch, iterations=rewriter_config_pb2.Re
     real = entry.optimize
 
     def spy(item_id, graph_bytes, *rest):
-        calls.append((graph_pb2.GraphDef.FromString(graph_bytes), rest[-1] if len(rest) == 5 else None))
+        columns = rest[-1] if len(rest) == 5 else None
+        if columns is not None:  # the pipeline's view takes the input lists and edits them: keep a copy
+            columns = (*columns[:2], [list(texts) for texts in columns[2]], *columns[3:])
+        calls.append((graph_pb2.GraphDef.FromString(graph_bytes), columns))
         return real(item_id, graph_bytes, *rest)
 
     monkeypatch.setattr(entry, "optimize", spy)
@@ -120,8 +123,9 @@ def test_a_view_built_from_columns_indexes_the_graph_as_from_the_protobuf():
     from_protobuf = GraphView(second)
     assert from_columns.records() == from_protobuf.records()
     assert from_columns.consumer_index() == from_protobuf.consumer_index()
-    from_columns.set_input("y", 0, "w")
-    assert table.inputs[table.names.index("y")][0] == "x", "the view edits its own copy of the columns"
+    assert table.inputs is None, "the view takes the input lists (no copy of every input string list)"
+    with pytest.raises(RuntimeError, match="taken already: one view per table"):
+        GraphView(second, table=table)
 
 
 def test_duplicate_names_are_refused_by_name():

@@ -17,7 +17,7 @@ from tensorflow.core.framework import graph_pb2, node_def_pb2
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import control_hubs
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
-from npu_sim_bridge.graph.table import NodeTable
+from npu_sim_bridge.graph.table import NodeTable, names_and_inputs
 
 
 class EditJournal:
@@ -54,12 +54,11 @@ class GraphView:
         self._order_memo: tuple[int, list[str]] | None = None
         self.hubs: list[control_hubs.Hub] = []
         if table is not None:
-            self._index(table.names, table.inputs, gather_control_inputs, table.take_consumers)
+            self._index(table.names, table.take_inputs(), gather_control_inputs, table.take_consumers)
             if table.forward:  # the shim saw every edge run forward: the GraphDef order is topological
                 self.remember_order(list(self._order))
         else:  # only names and inputs: the other columns are not the view's
-            nodes = graph_def.node
-            self._index([node.name for node in nodes], [node.input for node in nodes], gather_control_inputs)
+            self._index(*names_and_inputs(graph_def), gather_control_inputs)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -83,6 +82,16 @@ class GraphView:
     def names(self) -> list[str]:
         """Names of the live nodes in the index order (`records`' order), from the index."""
         return list(self._order)
+
+    def graph_order_names(self) -> list[str]:
+        """Names of the live nodes in GraphDef order (`nodes()`' order: hubs last), from the index: a
+        pass that keeps every name shares the view's strings (protobuf makes a new str at each read)."""
+        return list(self._nodes)
+
+    def named_nodes(self) -> Iterable[tuple[str, node_def_pb2.NodeDef]]:
+        """(name, NodeDef) of the live nodes in GraphDef order, the names from the index (see
+        `graph_order_names`; take a list first to remove nodes while going through them)."""
+        return self._nodes.items()
 
     def records(self) -> list[tuple[str, str, list[str]]]:
         """(name, op, input strings) of every live node in GraphDef order (a hub just before its first
@@ -177,14 +186,15 @@ class GraphView:
             self._journal.added[node.name] = None
         stored = self._graph_def.node.add()
         stored.CopyFrom(node)
-        self._nodes[stored.name] = stored
-        self._inputs[stored.name] = list(stored.input)
-        self._order[stored.name] = None
-        self.touched.add(stored.name)
+        name = stored.name  # one str for every index (protobuf makes a new one at each read)
+        self._nodes[name] = stored
+        self._inputs[name] = inputs = list(stored.input)
+        self._order[name] = None
+        self.touched.add(name)
         if self.ranks is not None:
-            self.ranks.pop(stored.name, None)
-        for text in self._inputs[stored.name]:
-            self._link(parse_input(text).node, stored.name)
+            self.ranks.pop(name, None)
+        for text in inputs:
+            self._link(parse_input(text).node, name)
         return stored
 
     def remove_node(self, name: str) -> None:
@@ -312,11 +322,11 @@ class GraphView:
     # -------------------------------------------------------------- internals
     def _index(self, names: list[str], inputs, gather_control_inputs: bool,
                given_consumers: Callable[[], dict[str, dict[str, int]] | None] | None = None) -> None:
-        """Index the GraphDef's nodes from their names and input strings (copied: the view edits its
-        own). `given_consumers` gives their consumer index (the view takes it), or None; asked only
+        """Index the GraphDef's nodes from their names and input strings (the view takes the lists and
+        edits them). `given_consumers` gives their consumer index (the view takes it), or None; asked only
         where no hubs change the edges."""
         self._nodes: dict[str, node_def_pb2.NodeDef] = dict(zip(names, self._graph_def.node))
-        self._inputs: dict[str, list[str]] = dict(zip(names, map(list, inputs)))
+        self._inputs: dict[str, list[str]] = dict(zip(names, inputs))
         self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
         if len(self._nodes) != len(names):
             seen: set[str] = set()

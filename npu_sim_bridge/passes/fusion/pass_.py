@@ -71,7 +71,7 @@ class FusionPass(GraphPass):
             state = states[rule.name]
             roots = rule.root_ops
             if ops is None:
-                ops = [(node.name, node.op) for node in view.nodes()]
+                ops = [(name, node.op) for name, node in view.named_nodes()]
             for name in [name for name, op in ops if roots is None or op in roots]:
                 node = view.get(name)
                 match = rule.match(view, node) if node is not None else None

@@ -47,7 +47,7 @@ class Unfused:
 
 def remapped_nodes(view) -> list[str]:
     """Names of the fused nodes Grappler's remapper made (the fusion pass's own carry FUSION_ATTR)."""
-    return [node.name for node in view.nodes() if node.op in REMAPPER_OPS and FUSION_ATTR not in node.attr]
+    return [name for name, node in view.named_nodes() if node.op in REMAPPER_OPS and FUSION_ATTR not in node.attr]
 
 
 def unfuse(view, name: str) -> Unfused | str:

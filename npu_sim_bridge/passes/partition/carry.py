@@ -149,7 +149,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
         if any(layout.frame):
             return None
         segments.sort(key=lambda members: position[members[0]])
-    names = [node.name for node in view.nodes()]
+    names = view.graph_order_names()
     # A fresh proposal on this graph ends in its first round: nothing to drop, no tied edge.
     return Proposal(host={name: host[name] for name in names if name in host}, segments=segments,
                     dropped=[], bridges=[], rounds=1, layout=None)

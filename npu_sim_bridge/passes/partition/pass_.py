@@ -165,7 +165,7 @@ class PlacementPass(GraphPass):
 
     def run(self, ctx: PassContext) -> PassResult:
         view = ctx.view
-        names = [node.name for node in view.nodes()]
+        names = view.graph_order_names()
         if ctx.item.is_function:
             return self._function_body(ctx, names)
         if already_partitioned(ctx):
@@ -234,7 +234,7 @@ class PartitionPass(GraphPass):
         if ctx.item.is_function or (earlier is None and already_partitioned(ctx)):
             return PassResult(changed=False)
         view = ctx.view
-        names = [node.name for node in view.nodes()]
+        names = view.graph_order_names()
         functions = function_library(view)
         inherent: set[str] = set(earlier.inherent) if earlier else set()
         proposal = earlier.proposal if earlier else None

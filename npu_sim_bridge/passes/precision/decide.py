@@ -192,10 +192,11 @@ class Decider:
 
     # ----------------------------------------------------------------- driver
     def run(self) -> dict[str, Plan]:
-        for node in self.view.nodes():
-            plan = self._classify(node)
+        plans = self.plans
+        for name, node in self.view.named_nodes():
+            plan = self._classify(name, node)
             if plan is not None:
-                self.plans[node.name] = plan
+                plans[name] = plan
         if self.must_keep_failures:
             raise self._must_keep_error()
         self._settle()
@@ -203,17 +204,17 @@ class Decider:
         return self.plans
 
     # --------------------------------------------------------- classification
-    def _classify(self, node) -> Plan | None:
+    def _classify(self, name: str, node) -> Plan | None:
         """The node's plan, or None for a node without float ports.
 
         Nodes of a registered op with equal port keys (op type and the attrs its ports depend on: its
         dtypes) get the same decision unless their name (fed, fetched, preserved, host) or their own
         marks (keep_dtype, an earlier run's) say otherwise: the first is worked out, the others copy it.
         """
-        key = self._template_key(node)
+        key = self._template_key(name, node)
         if key is None:
             sig = ports.signature(node, self.functions)
-            return self._classify_node(node, sig) if sig.has_float else None
+            return self._classify_node(name, node, sig) if sig.has_float else None
         found = self._templates.get(key, _UNSEEN)
         if found is _UNSEEN:
             sig = ports.signature(node, self.functions)
@@ -221,21 +222,21 @@ class Decider:
                 self._templates[key] = None
                 return None
             failures = len(self.must_keep_failures)
-            plan = self._classify_node(node, sig)
+            plan = self._classify_node(name, node, sig)
             self._templates[key] = plan, len(self.must_keep_failures) > failures
             return plan
         if found is None:
             return None
         template, failed = found
         if failed:
-            self.must_keep_failures.append((template.op, node.name, template.orig))
-        return template.copy_as(node.name)
+            self.must_keep_failures.append((template.op, name, template.orig))
+        return template.copy_as(name)
 
-    def _template_key(self, node) -> tuple | None:
+    def _template_key(self, name: str, node) -> tuple | None:
         """The node's port key when its plan may be copied from another node's, else None."""
         op = node.op
         marks = _marks_that_decide(op)
-        if marks is None or op in self.functions or node.name in self._named_nodes:
+        if marks is None or op in self.functions or name in self._named_nodes:
             return None
         attrs = node.attr
         for mark in marks:
@@ -243,8 +244,8 @@ class Decider:
                 return None
         return port_key_of(op, attrs)
 
-    def _classify_node(self, node, sig) -> Plan:
-        plan = Plan(node.name, node.op, SOURCE, sig)
+    def _classify_node(self, name: str, node, sig) -> Plan:
+        plan = Plan(name, node.op, SOURCE, sig)
         self._set_attrs(node, plan)
         keeps = _KEEPS.get(plan.orig, "keeps its dtype")
         kind = self.library.not_compute_kind(node.op)
