@@ -57,14 +57,18 @@ class NodeDecision:
         self.dtype_after = dtype_after
         self.placement = placement        # device | host
         self.geop = geop                  # the GeOp call node that runs it
-        # As passes gave them (`list` is the colour in here, not the builtin).
-        self._reasons: list[Reason | str] = [*reasons] if reasons is not None else []
+        # As passes gave them (`list` is the colour in here, not the builtin); the shared empty tuple
+        # until the first reason, as most nodes of a large graph never get one.
+        self._reasons: list[Reason | str] | tuple = [*reasons] if reasons else ()
         self._text = reason               # the text of _reasons[:_rendered] (or text set directly)
         self._rendered = len(self._reasons) if reason else 0
 
     def add_reason(self, reason: "Reason | str") -> None:
         """Record why: a Reason, or text from passes that give text (kept as given until read)."""
-        self._reasons.append(reason)
+        if self._reasons:
+            self._reasons.append(reason)
+        else:
+            self._reasons = [reason]
 
     @property
     def reason(self) -> str:
@@ -89,6 +93,8 @@ class NodeDecision:
     def reasons(self) -> "list[Reason]":
         """The Reason values, in the order passes gave them (text a pass gave is a "text" Reason)."""
         reasons = self._reasons
+        if not reasons:
+            return []
         for index, value in enumerate(reasons):
             if not isinstance(value, Reason):
                 reasons[index] = as_reason(value)

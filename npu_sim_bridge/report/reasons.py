@@ -44,7 +44,7 @@ _TEMPLATES: dict[str, str] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Reason:
     """A decision's why: `code` names the rule, `details` its facts (op, node, frame, cause, ...)."""
 
@@ -77,9 +77,14 @@ class Reason:
                                       for key, value in self.details.items()}}
 
 
+# "host." + code, made once per code: a graph's host nodes share a handful of codes.
+_HOST_CODES: dict[str, str] = {code[len("host."):]: code for code in _TEMPLATES if code.startswith("host.")}
+
+
 def host(code: str, **details) -> Reason:
     """A placement reason: the node stays on the host (`code` without its "host." prefix)."""
-    return Reason("host." + code, details)
+    full = _HOST_CODES.get(code)
+    return Reason(full if full is not None else "host." + code, details)
 
 
 def as_reason(value: "Reason | str") -> Reason:
