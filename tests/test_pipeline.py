@@ -78,6 +78,47 @@ def test_pass_records_reach_the_report(passes):
     assert result.report.to_dict()["summary"]["passes"][0]["name"] == "count"
 
 
+class _Made:
+    pass
+
+
+class _Unread:
+    pass
+
+
+class _Publish(GraphPass):
+    name = "publish"
+
+    def run(self, ctx):
+        ctx.publish(_Made())
+        ctx.publish(_Unread())
+        return PassResult(changed=False)
+
+
+class _Peek(GraphPass):
+    name = "peek"
+    seen: list = []
+
+    def run(self, ctx):
+        _Peek.seen.append((self.name, ctx.result(_Made) is not None, ctx.result(_Unread) is not None))
+        return PassResult(changed=False)
+
+
+class _Read(_Peek):
+    name = "read"
+    reads = (_Made,)
+
+
+def test_a_result_lives_while_a_later_pass_reads_it(passes):
+    passes(_Publish, _Read, _Peek, _Read, _Peek)
+    _Peek.seen = []
+    run_pipeline(_graph_def(), from_dict({}))
+    # The readers get what they declare; nothing declares _Unread, so it goes at once, and _Made goes
+    # after its last reader (a pass with no claim on it sees it only while a reader is still to run).
+    assert _Peek.seen == [("read", True, False), ("peek", True, False), ("read", True, False),
+                          ("peek", False, False)]
+
+
 def test_sim_passes_selects_and_rejects_names(passes):
     passes(_Count, _Boom)
     result = run_pipeline(_graph_def(), from_dict({"sim_passes": "count"}))

@@ -64,6 +64,14 @@ class PassContext:
         """The result of type `kind` an earlier pass published, or None."""
         return self.results.get(kind)
 
+    def drop_result(self, kind: type) -> None:
+        """Forget the result of type `kind` (its last reader is done with it)."""
+        self.results.pop(kind, None)
+
+    def keep_results(self, kinds) -> None:
+        """Drop the published results of every type not in `kinds` (no pass still to run reads them)."""
+        self.results = {kind: result for kind, result in self.results.items() if kind in kinds}
+
     def alike_bodies(self, names) -> dict[str, bytes]:
         """{name: alike body} of the named library functions, from the shim while the library is as it
         came (it reads them in C++ from the graph it handed over): equal for two functions exactly
@@ -100,6 +108,9 @@ class GraphPass:
     # Whether `run` may change or add library functions (facts read from the library as it came,
     # PassContext.alike_bodies, are stale after such a pass). A pass that never does says False.
     edits_library: ClassVar[bool] = True
+    # The types of the results of earlier passes that `run` reads (PassContext.result): the pipeline
+    # keeps a published result only while a pass still to run reads it.
+    reads: ClassVar[tuple[type, ...]] = ()
 
     def wanted(self, options) -> bool:
         return True

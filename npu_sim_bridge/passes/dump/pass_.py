@@ -44,6 +44,7 @@ from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, PassContext, PassRe
 from npu_sim_bridge.passes.dump import layout
 from npu_sim_bridge.passes.dump.npy_graph import DUMPABLE, NodeMaker, as_npu_value, type_attr, type_list, write_npy
 from npu_sim_bridge.passes.fusion.marks import fused_from, fusion_rules
+from npu_sim_bridge.passes.results import NpuPortDtypes
 
 DUMP_ATTR = "_npu_sim_dump"          # on an instrumented GeOp call: its dump folder
 SCOPE = "npu_sim_dump"
@@ -70,6 +71,7 @@ class DumpPass(GraphPass):
     """Instrument the GeOp bodies so the device ops dump their tensors and overflow flags."""
 
     name = "dump"
+    reads = (NpuPortDtypes,)
     description = "enable_dump / enable_dump_debug: device ops write .npy dumps and float16 overflow flags"
 
     def wanted(self, options) -> bool:
@@ -110,7 +112,6 @@ class Instrumenter:
     def __init__(self, ctx: PassContext, folder: str):
         from npu_sim_bridge.passes.precision.decide import mode_info
         from npu_sim_bridge.passes.precision.marks import MARK_ATTR, setting
-        from npu_sim_bridge.passes.precision.pass_ import NpuPortDtypes
 
         self.ctx = ctx
         self.view = ctx.view

@@ -12,7 +12,6 @@ Grappler iteration) and function bodies are left alone.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import threading
@@ -24,11 +23,10 @@ from tensorflow.core.protobuf import config_pb2
 from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
-from npu_sim_bridge.graph.view import EditJournal
 from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.partition import bridges, carry, cluster, ref_variables, support
-from npu_sim_bridge.passes.results import Placement
+from npu_sim_bridge.passes.results import Placement, Proposed
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
 from npu_sim_bridge.report.model import NodeDecision
@@ -52,16 +50,6 @@ _graph_numbers_lock = threading.Lock()
 _CALL_CONFIG = config_pb2.ConfigProto()
 _CALL_CONFIG.graph_options.rewrite_options.disable_meta_optimizer = True
 CALL_CONFIG_PROTO = _CALL_CONFIG.SerializeToString()
-
-
-@dataclasses.dataclass
-class Proposed:
-    """What placement proposed, for partition to reuse while the graph is unchanged, or to carry over
-    the nodes the passes in between add (`journal` records what they do)."""
-
-    journal: EditJournal
-    proposal: cluster.Proposal
-    inherent: set[str]        # host nodes the adapter never sinks (no "enable mix_compile_mode" advice)
 
 
 def already_partitioned(ctx: PassContext) -> bool:
@@ -227,6 +215,7 @@ class PartitionPass(GraphPass):
     """Outline each device segment into a FunctionDef called by a GeOp node."""
 
     name = "partition"
+    reads = (Placement, Proposed)
     description = "device segments become GeOp<graph>_<seq> calls of FunctionDefs (mixed compute / full sink)"
 
     def run(self, ctx: PassContext) -> PassResult:
@@ -243,6 +232,9 @@ class PartitionPass(GraphPass):
             proposal = carried_proposal(ctx, functions)  # the passes in between changed the graph
         if proposal is None:
             proposal = fresh_proposal(ctx, names, functions, inherent)
+        # Nothing carries the proposal again: its units and layers go before the outlining.
+        earlier, proposal.layout = None, None
+        ctx.drop_result(Proposed)
 
         for name, reason in proposal.host.items():
             decision = _decision(ctx, name)

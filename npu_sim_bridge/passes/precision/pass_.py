@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.alike import Renaming, alike_key
@@ -13,7 +12,7 @@ from npu_sim_bridge.passes.precision import casts, marks, ports, rounding
 from npu_sim_bridge.passes.precision import functions as fn
 from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of
 from npu_sim_bridge.passes.precision.lists import build_lists
-from npu_sim_bridge.passes.results import Placement
+from npu_sim_bridge.passes.results import NpuPortDtypes, Placement
 from npu_sim_bridge.report.model import NodeDecision
 
 # The placement pass (run before this one) stores {node: 'host' | 'device'} here; host nodes keep their dtype.
@@ -26,6 +25,7 @@ class PrecisionPass(GraphPass):
     """Decides the dtype of every float op for the precision mode and rewrites the graph to match."""
 
     name = "precision"
+    reads = (Placement,)
     description = ("precision modes: decides which ops run in float16/bfloat16, inserts the Casts, "
                    "emulates or runs float16")
 
@@ -173,40 +173,6 @@ class PrecisionPass(GraphPass):
             return plans, rewriter, None
         body_view.compact()
         return plans, rewriter, body.to_function(body_view, results)
-
-
-class NpuPortDtypes(Mapping):
-    """{node: (dtype per data input, dtype per output)} as the NPU holds them, for the decided nodes.
-
-    Read by the dump pass, only when dumps are asked for: each node's entry is worked out on first read.
-    """
-
-    def __init__(self, plans):
-        self._plans = plans
-        self._known: dict = {}
-
-    def __getitem__(self, name):
-        found = self._known.get(name)
-        if found is None:
-            plan = self._plans[name]
-            found = self._known[name] = (tuple(_on_npu(plan, p, False) for p in plan.sig.inputs),
-                                         tuple(_on_npu(plan, p, True) for p in plan.sig.outputs))
-        return found
-
-    def __iter__(self):
-        return iter(self._plans)
-
-    def __len__(self):
-        return len(self._plans)
-
-
-def _on_npu(plan, port, is_output):
-    if not (port.is_float and port.type_attr is not None and port.type_attr in plan.attrs):
-        return port.dtype
-    if is_output and plan.cube_split:
-        return port.dtype
-    dtype = plan.npu_of_port(port.list_index) if port.list_index is not None else plan.npu
-    return dtype if dtype is not None else port.dtype
 
 
 class _Totals:
