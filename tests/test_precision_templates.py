@@ -70,7 +70,7 @@ def _outcome(graph_def, item, mode, execution="emulate"):
 def test_copied_plans_rewrite_as_deciding_each_node_does(name, mode, monkeypatch):
     graph_def, item = GRAPHS[name]
     copied = _outcome(graph_def, item, mode)
-    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, node: None)
+    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, name, node: None)
     alone = _outcome(graph_def, item, mode)
     assert copied[0] == alone[0]
     assert copied[1] == alone[1]
@@ -84,7 +84,7 @@ def test_a_rewritten_graph_given_again_decides_as_deciding_each_node_does(name, 
     graph_def, item = GRAPHS[name]
     first, _ = _outcome(graph_def, item, "allow_mix_precision", execution)
     copied = _outcome(first, item, "allow_mix_precision", execution)
-    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, node: None)
+    monkeypatch.setattr(decide.Decider, "_template_key", lambda self, name, node: None)
     assert copied == _outcome(first, item, "allow_mix_precision", execution)
 
 
@@ -93,9 +93,9 @@ def test_most_nodes_copy_a_plan_and_the_exceptions_do_not(monkeypatch):
     worked_out = []
     real = decide.Decider._classify_node
 
-    def counted(self, node, sig):
-        worked_out.append(node.name)
-        return real(self, node, sig)
+    def counted(self, name, node, sig):
+        worked_out.append(name)
+        return real(self, name, node, sig)
 
     monkeypatch.setattr(decide.Decider, "_classify_node", counted)
     _outcome(graph_def, item, "allow_mix_precision")

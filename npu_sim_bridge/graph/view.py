@@ -179,14 +179,14 @@ class GraphView:
     def add_node(self, node: node_def_pb2.NodeDef) -> node_def_pb2.NodeDef:
         """Append a copy of `node`; its name must be new. Returns the stored NodeDef."""
         self._edits += 1
-        if node.name in self._nodes:
-            raise GraphValidationError(f"cannot add node {node.name!r}: the name is taken")
-        self._removed.discard(node.name)
+        name = node.name  # one str for every index (protobuf makes a new one at each read)
+        if name in self._nodes:
+            raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
+        self._removed.discard(name)
         if self._journal is not None:
-            self._journal.added[node.name] = None
+            self._journal.added[name] = None
         stored = self._graph_def.node.add()
         stored.CopyFrom(node)
-        name = stored.name  # one str for every index (protobuf makes a new one at each read)
         self._nodes[name] = stored
         self._inputs[name] = inputs = list(stored.input)
         self._order[name] = None
