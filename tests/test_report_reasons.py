@@ -15,6 +15,20 @@ def test_reason_text_is_rendered_from_the_values_in_order():
     assert decision.host_reason().code == "host.not_device_op"
 
 
+def test_one_reason_and_several_read_alike_whether_given_or_added():
+    given = NodeDecision(name="n", op="Relu", reasons=["white: listed"])
+    added = NodeDecision(name="n", op="Relu")
+    added.add_reason("white: listed")
+    assert given == added and given.reason == added.reason == "white: listed"
+    assert [r.to_dict() for r in added.reasons] == [{"code": "text", "text": "white: listed"}]
+    # A second reason, added before or after the first was read, follows it.
+    given.add_reason(reasons.host("scoped"))
+    assert given.reason == "white: listed; host: in without_npu_compile_scope"
+    two = NodeDecision(name="n", op="Relu", reasons=["white: listed", reasons.host("scoped")])
+    assert two == given and two.reason == given.reason and two.host_reason().code == "host.scoped"
+    assert NodeDecision(name="n", op="Relu", reasons=[]).reasons == []
+
+
 def test_given_text_and_set_text_stay_ahead_of_later_reasons():
     inserted = NodeDecision(name="c", op="Cast", reason="inserted by precision: Cast of mm")
     assert inserted.reason == "inserted by precision: Cast of mm" and inserted.reasons == []

@@ -36,6 +36,9 @@ def _dtype_name(enum_value: int) -> str:
         return types_pb2.DataType.Name(enum_value)
 
 
+_NO_REASONS = ()
+
+
 class NodeDecision:
     """What the pipeline decided for one node of the input graph, and why.
 
@@ -57,24 +60,42 @@ class NodeDecision:
         self.dtype_after = dtype_after
         self.placement = placement        # device | host
         self.geop = geop                  # the GeOp call node that runs it
-        # As passes gave them (`list` is the colour in here, not the builtin); the shared empty tuple
-        # until the first reason, as most nodes of a large graph never get one.
-        self._reasons: list[Reason | str] | tuple = [*reasons] if reasons else ()
-        self._text = reason               # the text of _reasons[:_rendered] (or text set directly)
-        self._rendered = len(self._reasons) if reason else 0
+        # As passes gave them: none (the empty tuple), the one reason, or a list of two or more. Most
+        # nodes of a large graph get one reason or none, and a list per node was a tenth of the
+        # pipeline's peak memory.
+        self._reasons: Reason | str | list | tuple = _NO_REASONS
+        if reasons:
+            self._reasons = reasons[0] if len(reasons) == 1 else [*reasons]
+        self._text = reason               # the text of the first _rendered reasons (or text set directly)
+        self._rendered = self._count() if reason else 0
+
+    def _count(self) -> int:
+        held = self._reasons
+        return len(held) if isinstance(held, (list, tuple)) else 1
+
+    def _list(self) -> "list[Reason | str]":
+        """The reasons as a list (the one the record then holds)."""
+        held = self._reasons
+        if isinstance(held, list):
+            return held
+        self._reasons = held = [] if held is _NO_REASONS else [held]
+        return held
 
     def add_reason(self, reason: "Reason | str") -> None:
         """Record why: a Reason, or text from passes that give text (kept as given until read)."""
-        if self._reasons:
-            self._reasons.append(reason)
+        held = self._reasons
+        if held is _NO_REASONS:
+            self._reasons = reason
+        elif isinstance(held, list):
+            held.append(reason)
         else:
-            self._reasons = [reason]
+            self._reasons = [held, reason]
 
     @property
     def reason(self) -> str:
         """The text of the reasons, for people ("; " between them)."""
-        reasons = self._reasons
-        if self._rendered < len(reasons):
+        if self._rendered < self._count():
+            reasons = self._list()
             text = self._text
             for index in range(self._rendered, len(reasons)):
                 value = reasons[index]
@@ -87,14 +108,14 @@ class NodeDecision:
 
     @reason.setter
     def reason(self, text: str) -> None:
-        self._text, self._rendered = text, len(self._reasons)
+        self._text, self._rendered = text, self._count()
 
     @property
     def reasons(self) -> "list[Reason]":
         """The Reason values, in the order passes gave them (text a pass gave is a "text" Reason)."""
-        reasons = self._reasons
-        if not reasons:
+        if self._reasons is _NO_REASONS:
             return []
+        reasons = self._list()
         for index, value in enumerate(reasons):
             if not isinstance(value, Reason):
                 reasons[index] = as_reason(value)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from typing import Callable, NamedTuple
+from array import array
+from typing import Callable, NamedTuple, Sequence
 
 from tensorflow.core.framework import types_pb2
 
@@ -51,8 +52,8 @@ class Layout:
     unit_of: dict[str, int]
     frame: list[str]            # per unit: its outermost v1 while frame, "" for a node of the root frame
     device: list[bool]          # per unit
-    layer: list[int]            # per unit: the layer of a device unit
-    reach_device: list[float]   # per unit: the highest layer a device producer of it may take
+    layer: Sequence[int]        # per unit: the layer of a device unit
+    reach_device: Sequence[float]  # per unit: the highest layer a device producer of it may take
     segment_of: dict[int, int]  # device unit -> index in the proposal's segments
     split_frames: bool          # a frame tangled in a cycle was taken apart
     regions: list[list[str]]    # the v1 cond regions of the first round (regions.py)
@@ -346,8 +347,9 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
         dropped.extend(dropped_now)
 
     position = {name: i for i, name in enumerate(order)}
-    layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
-                    cond_regions, guards)
+    # Layers as machine numbers: the layout lives through the passes between placement and partition.
+    layout = Layout(units.of, units.frame, device_unit, array("q", layer), array("d", reach_device), segment_of,
+                    bool(split), cond_regions, guards)
     proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped, layout=layout)
     proposal.segments = [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
                          for members in segments]
