@@ -172,7 +172,7 @@ def test_units_are_ordered_as_kahns_lowest_first_takes_them(case):
     order = topological_order(view)
     units = cluster._Units(view, order, Frames(view, order), set())
     assert not units.stuck
-    assert units.order == _kahn_lowest_first(units.pred)
+    assert list(units.order) == _kahn_lowest_first(units.pred)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -219,7 +219,7 @@ def test_a_frame_fed_by_a_node_numbered_after_it_is_ordered_by_kahns_queue():
     units = cluster._Units(view, order, Frames(view, order), set())
     frame, y = units.of["ea"], units.of["y"]
     assert units.of["eb"] == frame and y > frame
-    assert units.order == _kahn_lowest_first(units.pred)
+    assert list(units.order) == _kahn_lowest_first(units.pred)
     assert units.order.index(y) < units.order.index(frame)
 
 
@@ -242,12 +242,17 @@ def test_the_shims_segment_kernel_answers_as_the_python_one(case):
     pred = [sorted({a for a, b in edges if b == unit and a < b}) for unit in range(count)]
     order = [unit for unit in range(count) if unit not in left_out]
     units = SimpleNamespace(order=order, pred=pred, succ=succ, nodes=[[f"n{unit}"] for unit in range(count)])
-    kernel = shim_function("NpuSimSegments")
-    assert kernel is not None, "the shim is loaded in tests"
+    assert shim_function("NpuSimSegments") is not None, "the shim is loaded in tests"
     expected = cluster._segments_py(units, device)
-    found = kernel((order, pred, succ, device))
+    found = cluster._segments(units, device)  # the kernel's bytes as arrays
     assert found == expected
-    assert [list(map(type, values)) for values in found[2:]] == [list(map(type, values)) for values in expected[2:]]
+    assert [values.typecode for values in found[2:]] == [values.typecode for values in expected[2:]] == ["q", "d"]
+    assert [members.typecode for members in found[1]] == [members.typecode for members in expected[1]]
+    # Every device unit in order is in exactly the segment segment_of names, host units in none.
+    segment_of, segments = found[0], found[1]
+    assert sorted(unit for members in segments for unit in members) == sorted(u for u in order if device[u])
+    assert all(segment_of[unit] == index for index, members in enumerate(segments) for unit in members)
+    assert all(segment_of[unit] == -1 for unit in range(count) if not device[unit] or unit in left_out)
 
 
 def test_the_segment_kernel_refuses_units_out_of_range():

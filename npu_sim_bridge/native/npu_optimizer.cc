@@ -790,21 +790,11 @@ bool ToIntLists(PyObject* lists, std::vector<std::vector<int64_t>>* out) {
   return true;
 }
 
-PyObject* LayerValue(int64_t value) {
-  return value == kInf ? PyFloat_FromDouble(Py_HUGE_VAL) : PyLong_FromLongLong(value);
-}
-
-PyObject* ToPyInts(const std::vector<int64_t>& values) {
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
-  for (size_t i = 0; list != nullptr && i < values.size(); ++i) {
-    PyObject* item = LayerValue(values[i]);
-    if (item == nullptr) {
-      Py_CLEAR(list);
-      break;
-    }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
-  }
-  return list;
+// The bytes of `values` as they lie in memory: what Python's array.array takes (typecode q or d).
+template <typename T>
+PyObject* ToBytes(const std::vector<T>& values) {
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(values.data()),
+                                   static_cast<Py_ssize_t>(values.size() * sizeof(T)));
 }
 
 size_t FindRoot(std::vector<size_t>* parent, size_t unit) {
@@ -847,7 +837,8 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObje
 }
 
 // passes/partition/cluster.py _segments_py, over the units of a graph: (order, pred, succ, device)
-// -> (segment_of, segments, layer, reach_device). Layers are ASAP then ALAP over `order`; device
+// -> the bytes of (segment_of, the segments' members, where each segment starts, layer, reach_device),
+// int64 but reach_device's doubles; cluster.py _segments makes them arrays. Layers are ASAP then ALAP over `order`; device
 // units joined by an edge within one layer form a segment; segments come in the order of their first
 // member. nullptr with a Python error set for arguments of the wrong shape.
 extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObject* args) {
@@ -924,7 +915,9 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObj
       if (a != b) parent[std::max(a, b)] = std::min(a, b);
     }
   }
-  std::vector<int64_t> group_of_root(count, -1);
+  // Segments in the order of their first member: each device unit's segment (-1 for the others),
+  // the members of every segment one after the other, and where each segment starts among them.
+  std::vector<int64_t> group_of_root(count, -1), segment_of(count, -1), members, starts{0};
   std::vector<std::vector<int64_t>> segments;
   for (int64_t unit : order) {
     if (!device[unit]) continue;
@@ -935,20 +928,21 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObj
     }
     segments[group_of_root[root]].push_back(unit);
   }
-  PyRef segment_of(PyDict_New()), segment_list(PyList_New(static_cast<Py_ssize_t>(segments.size())));
-  if (!segment_of || !segment_list) return nullptr;
   for (size_t index = 0; index < segments.size(); ++index) {
-    PyObject* members = npu_sim_bridge::ToPyInts(segments[index]);
-    if (members == nullptr) return nullptr;
-    PyList_SET_ITEM(segment_list.get(), static_cast<Py_ssize_t>(index), members);
-    PyRef number(PyLong_FromSize_t(index));
-    if (!number) return nullptr;
     for (int64_t unit : segments[index]) {
-      PyRef key(PyLong_FromLongLong(unit));
-      if (!key || PyDict_SetItem(segment_of.get(), key.get(), number.get()) != 0) return nullptr;
+      segment_of[unit] = static_cast<int64_t>(index);
+      members.push_back(unit);
     }
+    starts.push_back(static_cast<int64_t>(members.size()));
   }
-  PyRef layers(npu_sim_bridge::ToPyInts(layer)), reaches(npu_sim_bridge::ToPyInts(reach_device));
-  if (!layers || !reaches) return nullptr;
-  return PyTuple_Pack(4, segment_of.get(), segment_list.get(), layers.get(), reaches.get());
+  std::vector<double> reaches(count);
+  for (size_t unit = 0; unit < count; ++unit) {
+    reaches[unit] = reach_device[unit] == kInf ? Py_HUGE_VAL : static_cast<double>(reach_device[unit]);
+  }
+  PyRef units_segment(npu_sim_bridge::ToBytes(segment_of)), all_members(npu_sim_bridge::ToBytes(members)),
+      segment_starts(npu_sim_bridge::ToBytes(starts)), layers(npu_sim_bridge::ToBytes(layer)),
+      reach_bytes(npu_sim_bridge::ToBytes(reaches));
+  if (!units_segment || !all_members || !segment_starts || !layers || !reach_bytes) return nullptr;
+  return PyTuple_Pack(5, units_segment.get(), all_members.get(), segment_starts.get(), layers.get(),
+                      reach_bytes.get());
 }

@@ -135,7 +135,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if user in new:
                 continue
             user_unit = unit_of[user]
-            crosses = layout.segment_of.get(user_unit) != segment
+            crosses = layout.segment_of[user_unit] != segment
             if crosses and (layout.guards(*found) or _tied(view, kinds, name, user)):
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
@@ -172,8 +172,9 @@ def _chain_order(added: list[str], new: set[str], view: GraphView) -> list[str]:
 
 def _segment_of_users(layout, users, new: set[str], segment_add: dict[str, int]) -> int | None:
     """The one segment every consumer of a new node is in, or None (a host consumer, several segments)."""
-    found = {segment_add.get(user) if user in new else layout.segment_of.get(layout.unit_of[user]) for user in users}
-    return found.pop() if len(found) == 1 else None
+    found = {segment_add.get(user) if user in new else layout.segment_of[layout.unit_of[user]] for user in users}
+    segment = found.pop() if len(found) == 1 else None
+    return None if segment is None or segment < 0 else segment
 
 
 def _tied(view: GraphView, kinds: EdgeKinds, producer: str, consumer: str) -> bool:

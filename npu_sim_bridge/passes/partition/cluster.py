@@ -21,7 +21,8 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from array import array
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Callable, NamedTuple
 
 from tensorflow.core.framework import types_pb2
 
@@ -54,7 +55,7 @@ class Layout:
     device: list[bool]          # per unit
     layer: Sequence[int]        # per unit: the layer of a device unit
     reach_device: Sequence[float]  # per unit: the highest layer a device producer of it may take
-    segment_of: dict[int, int]  # device unit -> index in the proposal's segments
+    segment_of: Sequence[int]   # per unit: the index of its segment in the proposal's, -1 for a host unit
     split_frames: bool          # a frame tangled in a cycle was taken apart
     regions: list[list[str]]    # the v1 cond regions of the first round (regions.py)
     guards: Callable            # (producer, port) -> the v1 cond branches the tensor lives in
@@ -83,17 +84,36 @@ class _Edge(NamedTuple):
     target: int         # unit of the consumer
 
 
+class _OneNodeUnits(Sequence):
+    """`_Units.nodes` when unit i is the node order[i] alone: (order[i],), made when read (a list per
+    node was a tenth of the pipeline's peak memory on BERT)."""
+
+    __slots__ = ("_order",)
+
+    def __init__(self, order: list[str]):
+        self._order = order
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, unit: int) -> tuple[str]:
+        return (self._order[unit],)
+
+    def __iter__(self):
+        return ((name,) for name in self._order)
+
+
 class _Units:
     """The graph contracted to units, with a topological order over them."""
 
     def __init__(self, view: GraphView, order: list[str], frames: Frames, split: set[str]):
         self.of: dict[str, int] = {}
-        self.nodes: list[list[str]] = []
+        self.nodes: Sequence[Sequence[str]] = []
         self.frame: list[str] = []
         keys: dict[tuple[str, str], int] = {}
         if not frames:  # no v1 while frame: every node a unit of its own, numbered in `order`
             self.of = dict(zip(order, range(len(order))))
-            self.nodes = [[name] for name in order]
+            self.nodes = _OneNodeUnits(order)
             self.frame = [""] * len(order)
         for name in order if frames else ():
             top = frames.top(name)
@@ -106,31 +126,37 @@ class _Units:
             self.nodes[unit].append(name)
             self.of[name] = unit
         records = view.records()
-        inputs_of = {name: inputs for name, _, inputs in records}
         back_edge_sources = {name for name, op, _ in records if op in BACK_EDGE_OPS}
-        unit_of = self.of
         if len(self.nodes) == len(order):  # every node a unit of its own, numbered in `order`
             self.succ, self.pred = self._single_node_links(view, order, back_edge_sources)
         else:
             self.succ, self.pred = self._links(view, back_edge_sources)
-        # The edges between units that a segment boundary may not cut: data edges, and control
-        # edges too when the graph has v1 conds (a control edge is tied only through a cond guard).
-        # Plain (producer, port, consumer, source unit, target unit) tuples (the fields of _Edge),
-        # in node order then input order: the order of the violations.
-        self.edges: list[tuple[str, int, str, int, int]] = []
-        edges = self.edges
-        with_control = any(op in SWITCH_OPS for _, op, _ in records)
-        for name in order:
+        # For edges_across: a segment boundary may not cut data edges, nor control edges when the
+        # graph has v1 conds (a control edge is tied only through a cond guard).
+        self._names = order
+        self._back_edge_sources = back_edge_sources
+        self._with_control = any(op in SWITCH_OPS for _, op, _ in records)
+        self.order, self.stuck = self._topological()
+
+    def edges_across(self, view: GraphView, segment: Sequence[int]) -> list[tuple[str, int, str, int, int]]:
+        """The edges between units of different segments (`segment`: per unit, -1 for the host) that a
+        boundary may not cut, as plain (producer, port, consumer, source unit, target unit) tuples
+        (the fields of _Edge), in node order then input order: the order of the violations. Read from
+        the view each round, not kept (the rounds do not edit the graph)."""
+        unit_of, back_edge_sources, skip_control = self.of, self._back_edge_sources, not self._with_control
+        found = []
+        for name in self._names:
             target = unit_of[name]
-            for text in inputs_of[name]:
-                if text[0] == "^" and not with_control:
+            for text in view.input_texts(name):
+                if text[0] == "^" and skip_control:
                     continue
                 producer, port = parse_input(text)
                 source = unit_of.get(producer)
-                if source is None or source == target or producer in back_edge_sources:
+                if (source is None or source == target or segment[source] == segment[target]
+                        or producer in back_edge_sources):
                     continue
-                edges.append((producer, port, name, source, target))
-        self.order, self.stuck = self._topological()
+                found.append((producer, port, name, source, target))
+        return found
 
     def _links(self, view: GraphView, back_edge_sources: set[str]) -> tuple[list[list[int]], list[list[int]]]:
         """Each unit's successor and predecessor units, sorted, from the consumer index."""
@@ -168,7 +194,7 @@ class _Units:
                 pred[target].append(source)
         return succ, pred
 
-    def _topological(self) -> tuple[list[int], list[int]]:
+    def _topological(self) -> tuple[Sequence[int], list[int]]:
         """Kahn's algorithm, the lowest unit index first among the ready ones (deterministic).
 
         Units are numbered in topological node order, so without v1 frames every unit's sources have
@@ -176,7 +202,7 @@ class _Units:
         source (the lists are sorted) shows it.
         """
         if all(not sources or sources[-1] < unit for unit, sources in enumerate(self.pred)):
-            return list(range(len(self.nodes))), []
+            return range(len(self.nodes)), []
         pending = [len(p) for p in self.pred]
         heap = [u for u in range(len(self.nodes)) if pending[u] == 0]
         heapq.heapify(heap)
@@ -347,9 +373,8 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
         dropped.extend(dropped_now)
 
     position = {name: i for i, name in enumerate(order)}
-    # Layers as machine numbers: the layout lives through the passes between placement and partition.
-    layout = Layout(units.of, units.frame, device_unit, array("q", layer), array("d", reach_device), segment_of,
-                    bool(split), cond_regions, guards)
+    layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
+                    cond_regions, guards)
     proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped, layout=layout)
     proposal.segments = [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
                          for members in segments]
@@ -399,14 +424,17 @@ def _unit_placement(units: _Units, host: dict[str, Reason]) -> list[bool]:
 def _segments(units: _Units, device: list[bool]):
     """Layer the device units and group each layer's connected device units into segments.
 
-    Returns (device unit -> segment index, the segments' units, layer per unit, reach_device per unit).
-    The shim's kernel (NpuSimSegments) where this process loaded it, else `_segments_py`: the same
-    answer, in a tenth of the time.
+    Returns (segment index per unit, -1 for a host unit; the segments' units; layer per unit;
+    reach_device per unit), as arrays of machine numbers: the layout keeps them from placement to
+    partition. The shim's kernel (NpuSimSegments) where this process loaded it, else `_segments_py`:
+    the same answer, in a tenth of the time.
     """
     kernel = shim_function("NpuSimSegments")
     if kernel is None:
         return _segments_py(units, device)
-    return kernel((units.order, units.pred, units.succ, device))
+    segment_of, members, starts, layer, reach_device = (
+        array(code, data) for code, data in zip("qqqqd", kernel((units.order, units.pred, units.succ, device))))
+    return segment_of, [members[start:end] for start, end in zip(starts, starts[1:])], layer, reach_device
 
 
 def _segments_py(units: _Units, device: list[bool]):
@@ -480,19 +508,19 @@ def _segments_py(units: _Units, device: list[bool]):
             else:
                 members.append(unit)
     # Groups were created in the order of their first member: already sorted by its rank.
-    segments = list(groups.values())
-    segment_of = {unit: index for index, members in enumerate(segments) for unit in members}
-    return segment_of, segments, layer, reach_device
+    segments = [array("q", members) for members in groups.values()]
+    segment_of = array("q", [-1]) * count
+    for index, members in enumerate(segments):
+        for unit in members:
+            segment_of[unit] = index
+    return segment_of, segments, array("q", layer), array("d", reach_device)
 
 
-def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, segment_of: dict[int, int]):
-    """Edges that may not cross the boundary they cross, and the cond edges a bridge lets cross."""
+def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, segment: Sequence[int]):
+    """Edges that may not cross the boundary they cross, and the cond edges a bridge lets cross
+    (`segment`: per unit, its segment's index, -1 for a host unit)."""
     violations, crossings = [], []
-    segment = [-1] * len(units.nodes)  # -1: host
-    for unit, index in segment_of.items():
-        segment[unit] = index
-    crossing = [edge for edge in units.edges if segment[edge[3]] != segment[edge[4]]]
-    for edge in crossing:
+    for edge in units.edges_across(view, segment):
         producer, port, consumer, source, _ = edge
         kind = None
         if port >= 0:
