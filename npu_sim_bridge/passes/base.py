@@ -109,7 +109,7 @@ class GraphPass:
     # PassContext.alike_bodies, are stale after such a pass). A pass that never does says False.
     edits_library: ClassVar[bool] = True
     # The types of the results of earlier passes that `run` reads (PassContext.result): the pipeline
-    # keeps a published result only while a pass still to run reads it.
+    # keeps a published result only while a pass still to run reads it (`finish` finds none).
     reads: ClassVar[tuple[type, ...]] = ()
 
     def wanted(self, options) -> bool:
