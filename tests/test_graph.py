@@ -48,6 +48,20 @@ def test_consumer_index_follows_mutations():
         view.remove_node("d")
 
 
+def test_a_consumer_reading_a_producer_twice_stays_a_consumer_until_both_edges_go():
+    view = GraphView(_graph(CHAIN))
+    assert view.consumers("b") == ["c"]  # c reads b twice (data and control): listed once
+    assert sorted(view.consumer_index()["b"]) == ["c", "c"]
+    view.remove_input("c", 2)  # ^b
+    assert view.consumers("b") == ["c"]
+    with pytest.raises(GraphValidationError, match="still read by c"):
+        view.remove_node("b")
+    view.set_input("c", 0, "a")
+    assert view.consumers("b") == [] and sorted(view.consumer_index()["a"]) == ["b", "c", "c"]
+    view.remove_node("b")
+    assert "b" not in view
+
+
 def test_remove_and_compact_keep_indexes_consistent():
     view = GraphView(_graph(CHAIN))
     view.set_input("c", 2, "^a")

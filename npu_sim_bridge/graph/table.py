@@ -56,7 +56,7 @@ class NodeTable:
                  unstamped: int, digests: Sequence[str],
                  alike_bodies: Callable[[list[str]], dict[str, bytes]] | None = None,
                  forward: bool | None = None,
-                 consumers: Callable[[], dict[str, dict[str, int]]] | None = None):
+                 consumers: Callable[[], dict[str, list[str]]] | None = None):
         self.names = names
         self.ops = ops
         self.inputs = inputs      # the one view built from the table takes them (take_inputs)
@@ -68,7 +68,7 @@ class NodeTable:
         # None when read from protobuf.
         self.alike_bodies = alike_bodies
         # The shim's too: whether every edge runs forward in GraphDef order (NextIteration's back edges
-        # aside), None when not known; and a callable giving {producer: {consumer: edges}} as
+        # aside), None when not known; and a callable giving {producer: [consumer per edge]} as
         # GraphView indexes the graph, worked out in C++ when asked (during the call).
         self.forward = forward
         self._consumers = consumers
@@ -81,7 +81,7 @@ class NodeTable:
             raise RuntimeError("the node table's inputs were taken already: one view per table")
         return inputs
 
-    def take_consumers(self) -> dict[str, dict[str, int]] | None:
+    def take_consumers(self) -> dict[str, list[str]] | None:
         """The consumer index, for the one view built from this table (which edits it); None when the
         table cannot give it (the view works it out)."""
         consumers, self._consumers = self._consumers, None

@@ -88,15 +88,13 @@ def _order_view(view) -> tuple[list[str], list[str]]:
         where = position.get(producer)
         if where is None or not consumers or records[where][1] in BACK_EDGE_OPS:
             continue
-        targets = users[where] = [position[consumer] for consumer in consumers]
-        if len(targets) != sum(consumers.values()):  # a consumer with several edges from the producer
-            users[where] = [position[consumer] for consumer, count in consumers.items() for _ in range(count)]
+        users[where] = [position[consumer] for consumer in consumers]  # one per edge, as pending counts
     counts = Counter(itertools.chain.from_iterable(users))  # edges into each node, counted in C
     pending = [counts.get(index, 0) for index in range(len(records))]
     return _kahn(records, pending, users)
 
 
-def _runs_forward(records: Records, position: dict[str, int], consumers: dict[str, dict[str, int]]) -> bool:
+def _runs_forward(records: Records, position: dict[str, int], consumers: dict[str, list[str]]) -> bool:
     """Whether each edge (loop back edges aside) goes from a node to one later in GraphDef order."""
     at = position.__getitem__
     for producer, users in consumers.items():
@@ -185,7 +183,7 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     missing = [producer for producer, users in consumers.items()
                if users and producer not in view and producer not in allow_external]
     if missing:
-        dangling = [f"{user} <- {producer}" for producer in sorted(missing) for user in sorted(consumers[producer])]
+        dangling = [f"{user} <- {producer}" for producer in sorted(missing) for user in sorted(set(consumers[producer]))]
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
     order = view.remembered_order()  # a topological order of the graph as it is: it has no cycle
     if order is None:

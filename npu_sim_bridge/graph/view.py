@@ -102,8 +102,12 @@ class GraphView:
         """
         return [(name, self._nodes[name].op, self._inputs[name]) for name in self._order]
 
-    def consumer_index(self) -> dict[str, dict[str, int]]:
-        """producer name -> {consumer name: number of edges}; read-only, kept current by the mutators."""
+    def consumer_index(self) -> dict[str, list[str]]:
+        """producer name -> its consumers' names, one per edge (a consumer reading the producer twice is
+        there twice; no order to rely on); read-only, kept current by the mutators.
+
+        A list per producer, not a count per consumer: most producers have one or two consumers, and a
+        dict each was the largest part of the view (a third of it on BERT)."""
         return self._consumers
 
     def node(self, name: str) -> node_def_pb2.NodeDef:
@@ -132,7 +136,7 @@ class GraphView:
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
-        return sorted(self._consumers.get(name, ()))
+        return sorted(set(self._consumers.get(name, ())))
 
     def data_consumers(self, ref: TensorRef) -> list[tuple[str, int]]:
         """(consumer name, input index) for every data edge reading tensor `ref`."""
@@ -274,7 +278,7 @@ class GraphView:
         self._edits += 1
         gone = dict.fromkeys(names)
         for name in gone:
-            outside = [user for user in self._consumers.get(name, ()) if user not in gone]
+            outside = {user for user in self._consumers.get(name, ()) if user not in gone}
             if outside:
                 raise GraphValidationError(
                     f"cannot remove node {name!r}: still read by {', '.join(sorted(outside)[:5])}")
@@ -321,7 +325,7 @@ class GraphView:
 
     # -------------------------------------------------------------- internals
     def _index(self, names: list[str], inputs, gather_control_inputs: bool,
-               given_consumers: Callable[[], dict[str, dict[str, int]] | None] | None = None) -> None:
+               given_consumers: Callable[[], dict[str, list[str]] | None] | None = None) -> None:
         """Index the GraphDef's nodes from their names and input strings (the view takes the lists and
         edits them). `given_consumers` gives their consumer index (the view takes it), or None; asked only
         where no hubs change the edges."""
@@ -340,13 +344,12 @@ class GraphView:
         elif given_consumers is not None:
             consumers = given_consumers()
         if consumers is None:
-            consumers = defaultdict(dict)
+            consumers = defaultdict(list)
             for name, node_inputs in self._inputs.items():  # _link inlined: this loop sees every edge
                 for text in node_inputs:
-                    edges = consumers[parse_input(text).node]
-                    edges[name] = edges.get(name, 0) + 1
+                    consumers[parse_input(text).node].append(name)
         else:
-            consumers = defaultdict(dict, consumers)
+            consumers = defaultdict(list, consumers)
         self._consumers = consumers
 
     def _gather(self, hubs: list[control_hubs.Hub]) -> None:
@@ -379,14 +382,10 @@ class GraphView:
         self.hubs = hubs
 
     def _link(self, producer: str, consumer: str) -> None:
-        edges = self._consumers[producer]
-        edges[consumer] = edges.get(consumer, 0) + 1
+        self._consumers[producer].append(consumer)
 
     def _unlink(self, producer: str, consumer: str) -> None:
+        """Take one edge from `producer` to `consumer` out of the index."""
         edges = self._consumers.get(producer)
-        if not edges or consumer not in edges:
-            return
-        if edges[consumer] <= 1:
-            del edges[consumer]
-        else:
-            edges[consumer] -= 1
+        if edges and consumer in edges:
+            edges.remove(consumer)

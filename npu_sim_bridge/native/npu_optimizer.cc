@@ -424,8 +424,9 @@ std::string_view ProducerOf(std::string_view text) {
   return text.substr(0, colon);
 }
 
-// consumers() -> {producer: {consumer: edges}}, as GraphView indexes the graph: producers in the
-// order their first edge comes (a missing producer by the name the input gives).
+// consumers() -> {producer: [consumer per edge]}, as GraphView indexes the graph: producers in the
+// order their first edge comes (a missing producer by the name the input gives), consumers in GraphDef
+// order, once per edge.
 PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
   GraphHandle* handle = LiveGraph(self, "consumers");
   if (handle == nullptr) return nullptr;
@@ -442,17 +443,14 @@ PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
                             : PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())));
       if (at < 0 && !missing) return nullptr;
       PyObject* key = at >= 0 ? PyList_GET_ITEM(handle->names, at) : missing.get();  // borrowed
-      PyObject* edges = PyDict_GetItemWithError(consumers.get(), key);  // borrowed
-      if (edges == nullptr) {
+      PyObject* users = PyDict_GetItemWithError(consumers.get(), key);  // borrowed
+      if (users == nullptr) {
         if (PyErr_Occurred()) return nullptr;
-        PyRef made(PyDict_New());
+        PyRef made(PyList_New(0));
         if (!made || PyDict_SetItem(consumers.get(), key, made.get()) != 0) return nullptr;
-        edges = made.get();
+        users = made.get();
       }
-      PyObject* before = PyDict_GetItemWithError(edges, name);  // borrowed
-      if (before == nullptr && PyErr_Occurred()) return nullptr;
-      PyRef now(PyLong_FromLong(before == nullptr ? 1 : PyLong_AsLong(before) + 1));
-      if (!now || PyDict_SetItem(edges, name, now.get()) != 0) return nullptr;
+      if (PyList_Append(users, name) != 0) return nullptr;
     }
   }
   Py_INCREF(consumers.get());
@@ -460,7 +458,7 @@ PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
 }
 
 PyMethodDef kConsumersDef = {"consumers", Consumers, METH_NOARGS,
-                             "{producer: {consumer: edges}} of the graph (graph/view.py)"};
+                             "{producer: [consumer per edge]} of the graph (graph/view.py)"};
 
 // The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
 // (names, ops, inputs (a list of input strings per node), main dtypes, nodes without the stamp,

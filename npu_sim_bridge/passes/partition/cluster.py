@@ -186,7 +186,7 @@ class _Units:
             users = consumers.get(name)
             if not users or name in back_edge_sources:
                 continue
-            targets = sorted(map(unit_at, users))
+            targets = sorted(set(map(unit_at, users)))  # one per edge in the index: a unit once
             if name in users:  # as in _links, a unit is not its own successor
                 targets.remove(source)
             succ[source] = targets
