@@ -180,10 +180,21 @@ class GraphView:
             journal.rewired[name] = list(self._inputs[name])
 
     # --------------------------------------------------------------- mutators
-    def add_node(self, node: node_def_pb2.NodeDef) -> node_def_pb2.NodeDef:
-        """Append a copy of `node`; its name must be new. Returns the stored NodeDef."""
+    def add_node(self, node: node_def_pb2.NodeDef, name: str | None = None,
+                 inputs: list[str] | None = None) -> node_def_pb2.NodeDef:
+        """Append a copy of `node`; its name must be new. Returns the stored NodeDef.
+
+        `name` and `inputs`: the node's name and input strings, when the caller holds those str objects
+        already; the indexes then share them (protobuf makes a new str at each read, and a pass adding
+        thousands of Casts keeps their names and reads their inputs from the graph)."""
         self._edits += 1
-        name = node.name  # one str for every index (protobuf makes a new one at each read)
+        if name is None:
+            name = node.name  # one str for every index
+        elif name != node.name:
+            raise ValueError(f"add_node was given the name {name!r} for a node named {node.name!r}")
+        if inputs is not None and inputs != node.input:
+            raise ValueError(f"add_node was given the inputs {inputs} for node {name!r}, which reads "
+                             f"{list(node.input)}")
         if name in self._nodes:
             raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
         self._removed.discard(name)
@@ -192,7 +203,7 @@ class GraphView:
         stored = self._graph_def.node.add()
         stored.CopyFrom(node)
         self._nodes[name] = stored
-        self._inputs[name] = inputs = list(stored.input)
+        self._inputs[name] = inputs = list(stored.input) if inputs is None else list(inputs)
         self._order[name] = None
         self.touched.add(name)
         if self.ranks is not None:

@@ -264,7 +264,8 @@ class Rewriter:
         label = "NpuSimRound" if kind == "round" else "NpuSimCast"
         dtype = ports.dtype_name(FP16 if op == ROUND_OP else src if kind == "round" else dst)
         name = self.view.unique_name(f"{ref.node}/{label}_{ref.port}_{dtype}")
-        node = node_def_pb2.NodeDef(name=name, op=op, input=[format_input(source or ref)])
+        inputs = [format_input(source or ref)]  # port 0: the producer's name, the str the graph has
+        node = node_def_pb2.NodeDef(name=name, op=op, input=inputs)
         producer = self.view.get(ref.node)
         if producer is not None and producer.device:
             node.device = producer.device
@@ -274,7 +275,7 @@ class Rewriter:
             node.attr["Truncate"].b = False
         node.attr[MARK_ATTR].s = self.mark.encode()
         node.attr[INSERTED_ATTR].b = True
-        self.view.add_node(node)
+        self.view.add_node(node, name, inputs)
         self.casts_inserted += 1
         self.inserted.append((name, ref, src, dst, kind))
         if kind == "round":
