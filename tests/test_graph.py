@@ -62,6 +62,19 @@ def test_a_consumer_reading_a_producer_twice_stays_a_consumer_until_both_edges_g
     assert "b" not in view
 
 
+def test_add_node_keeps_the_callers_strings_and_checks_them():
+    view = GraphView(_graph(CHAIN))
+    name, inputs = "".join(["ca", "st"]), ["".join(["a"])]  # new str objects, equal to the node's
+    view.add_node(node_def_pb2.NodeDef(name="cast", op="Cast", input=["a"]), name, inputs)
+    assert next(key for key in view.graph_order_names() if key == "cast") is name
+    assert view.input_texts("cast")[0] is inputs[0] and view.consumers("a") == ["b", "c", "cast"]
+    with pytest.raises(ValueError, match="name 'other' for a node named 'd'"):
+        view.add_node(node_def_pb2.NodeDef(name="d", op="Cast", input=["a"]), "other")
+    with pytest.raises(ValueError, match=r"inputs \['b'\] for node 'd', which reads \['a'\]"):
+        view.add_node(node_def_pb2.NodeDef(name="d", op="Cast", input=["a"]), "d", ["b"])
+    assert "d" not in view
+
+
 def test_remove_and_compact_keep_indexes_consistent():
     view = GraphView(_graph(CHAIN))
     view.set_input("c", 2, "^a")
