@@ -14,6 +14,12 @@ over the run (it also holds the protobuf arenas tracemalloc cannot see), each as
 GraphDef's serialized size. Linear growth means a constant time per node: the last column divides
 each graph's time per node by the smallest BERT's.
 
+For the BERT graphs, the same resident-set growth inside Grappler (tf_optimizer.OptimizeGraph, one
+iteration, one optimizer enabled; each in a fresh process after a run on a small graph), side by
+side: NpuOptimizer's whole pipeline, NpuOptimizer with no pass (the GraphDef through the shim, the
+checks and the report), and TensorFlow's own auto_mixed_precision_cpu. Grappler's copies of the graph
+count on every side, so this is what a user's process sees.
+
 Run:  python benchmarks/bench_scale.py [--quick] [--repeats N]
 """
 
@@ -32,10 +38,13 @@ import tracemalloc
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2  # noqa: E402
+from tensorflow.python.grappler import tf_optimizer  # noqa: E402
 
 from npu_sim_bridge.config import from_dict  # noqa: E402
 from npu_sim_bridge.passes import ItemInfo, run_pipeline  # noqa: E402
 from npu_sim_bridge.testing import models  # noqa: E402
+from npu_sim_bridge.testing.grappler import npu_only_config  # noqa: E402
 from npu_sim_bridge.testing.synthetic import scoped_graph  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()
@@ -111,11 +120,43 @@ def memory_of(label: str) -> None:
     print(json.dumps({"traced_mb": traced, "rss_growth_mb": max(0.0, peak - before)}))
 
 
-def measure_memory(label: str) -> dict:
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-of", label],
+GRAPPLER_SIDES = ("npu_all", "npu_none", "tf_amp")
+
+
+def grappler_config(side: str) -> config_pb2.ConfigProto:
+    """Grappler running one optimizer once: NpuOptimizer (every pass, or none) or auto_mixed_precision_cpu."""
+    if side != "tf_amp":
+        return npu_only_config({"precision_mode": "allow_mix_precision",
+                                "sim_passes": "all" if side == "npu_all" else "none"})
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.min_graph_nodes = -1
+    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrite.optimizers.append("auto_mixed_precision_cpu")
+    return config
+
+
+def grappler_memory_of(label: str, side: str) -> None:
+    """In a process of its own: how far OptimizeGraph grows the resident set on a BERT graph, as JSON."""
+    layers = int(label.split()[1])
+    meta = models.bert(num_layers=layers, with_saver=False, **_NARROW_BERT).meta_graph_def()
+    config = grappler_config(side)
+    # Grappler's, the shim's and the pipeline's first-run costs, on a small graph first.
+    small = meta_graph_pb2.MetaGraphDef(graph_def=scoped_graph(300))
+    small.collection_def["train_op"].node_list.value.append("out")
+    tf_optimizer.OptimizeGraph(config, small)
+    before = _resident_mb()
+    _reset_peak()
+    tf_optimizer.OptimizeGraph(config, meta)
+    print(json.dumps({"rss_growth_mb": max(0.0, _peak_resident_mb() - before)}))
+
+
+def measure_memory(label: str, side: str | None = None) -> dict:
+    command = [sys.executable, os.path.abspath(__file__), "--memory-of", label]
+    done = subprocess.run(command + (["--grappler-side", side] if side else []),
                           capture_output=True, text=True, check=False)
     if done.returncode:
-        raise RuntimeError(f"the memory run of {label} failed:\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"the memory run of {label} ({side or 'in process'}) failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -124,9 +165,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer and smaller graphs, 2 repeats")
     parser.add_argument("--repeats", type=int, help="pipeline runs per graph (default 3, quick 2)")
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # the child process of measure_memory
+    parser.add_argument("--grappler-side", choices=GRAPPLER_SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_of:
-        memory_of(args.memory_of)
+        if args.grappler_side:
+            grappler_memory_of(args.memory_of, args.grappler_side)
+        else:
+            memory_of(args.memory_of)
         return
     repeats = args.repeats or (2 if args.quick else 3)
     print(f"whole default pipeline, allow_mix_precision, in process; median of {repeats} runs per graph")
@@ -144,6 +189,15 @@ def main() -> None:
         print(f"{label:<18} {nodes:>7} {size_mb:>6.1f} MB {row['seconds'] * 1000:>8.0f} {per_node:>8.1f}  {parts:<58} "
               f"{memory['traced_mb'] / size_mb:>10.1f}x {memory['rss_growth_mb'] / size_mb:>9.1f}x "
               f"{per_node / first:>16.2f}x", flush=True)
+    bert = [label for label in labels(args.quick) if label.startswith("BERT")]
+    print("\nresident-set growth inside Grappler (OptimizeGraph, one iteration), over the GraphDef's size")
+    print(f"{'graph':<18} {'NpuOptimizer, all passes':>24} {'NpuOptimizer, no pass':>22} "
+          f"{'auto_mixed_precision_cpu':>25} {'all passes / TF':>16}")
+    for label in bert:
+        size_mb = build(label)[0].ByteSize() / 2**20
+        growth = {side: measure_memory(label, side)["rss_growth_mb"] / size_mb for side in GRAPPLER_SIDES}
+        print(f"{label:<18} {growth['npu_all']:>23.1f}x {growth['npu_none']:>21.1f}x {growth['tf_amp']:>24.1f}x "
+              f"{growth['npu_all'] / growth['tf_amp']:>15.2f}x", flush=True)
 
 
 if __name__ == "__main__":
