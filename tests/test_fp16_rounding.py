@@ -185,3 +185,25 @@ def test_bodies_xla_compiles_round_with_casts_and_train_as_with_casts_everywhere
     assert compiled and all(report.nodes[name].op == "Cast" for name in compiled)
     assert "NpuSimRoundToFloat16" in _round_ops(report)   # the main graph still uses the kernel
     assert kernel_losses == train("cast")
+
+
+@pytest.mark.parametrize("device", ["/job:localhost/replica:0/task:0/device:CPU:0",
+                                    "/job:localhost/replica:0/task:0/device:GPU:0"])
+def test_a_session_graph_placed_on_a_gpu_rounds_with_cast_pairs(device):
+    """The rounding kernel has a CPU implementation only: on a GPU each round trip would go to the host."""
+    from npu_sim_bridge.config import from_dict
+    from npu_sim_bridge.passes import ItemInfo, run_pipeline
+
+    model = models.mlp()
+    graph = model.graph.as_graph_def()
+    for node in graph.node:
+        node.device = device
+    options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "precision"})
+    result = run_pipeline(graph, options, ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names())),
+                          remember=False)
+    ops = {node.op for node in result.graph_def.node}
+    on_gpu = "GPU" in device
+    assert _precision_stats(result.report)["rounding"] == ("cast" if on_gpu else "kernel")
+    assert ("NpuSimRoundToFloat16" in ops) is not on_gpu and "Cast" in ops
+    warned = [text for text in result.report.warnings if "placed on a GPU" in text]
+    assert bool(warned) is on_gpu

@@ -17,13 +17,19 @@ def uses_kernel(ctx, mode) -> bool:
     """Whether this rewrite emits each float16 round trip as one NpuSimRoundToFloat16 kernel.
 
     sim_fp16_rounding: kernel, cast (two Casts), or auto (the default): the kernel where the graph runs
-    in this process (a Session's Grappler run, which loads the op library), Casts in offline rewrites,
-    whose GraphDef may be run by a TensorFlow without the simulator's op library. bfloat16 has no kernel.
+    in this process (a Session's Grappler run, which loads the op library) on CPUs, Casts in offline
+    rewrites, whose GraphDef may be run by a TensorFlow without the simulator's op library, and in
+    graphs placed on a GPU (the kernel has no GPU implementation). bfloat16 has no kernel.
     """
     if not mode.emulate or mode.low != FP16:
         return False
     choice = ctx.options.get("sim_fp16_rounding") or "auto"
     if choice == "cast" or (choice == "auto" and ctx.item.id == "offline"):
+        return False
+    if choice == "auto" and _placed_on_gpu(ctx.view):
+        ctx.report.warn("sim_fp16_rounding auto: float16 round trips are Cast pairs (the same values), as "
+                        "the graph is placed on a GPU and the rounding kernel NpuSimRoundToFloat16 runs on "
+                        "CPUs only (each round trip would copy the tensor to the host and back)")
         return False
     try:
         load_npu_ops()
@@ -34,6 +40,11 @@ def uses_kernel(ctx, mode) -> bool:
                         f"slower) because the rounding kernel could not be loaded: {err}")
         return False
     return True
+
+
+def _placed_on_gpu(view) -> bool:
+    """Whether any node of the graph is placed on a GPU (Grappler hands a Session's graph placed)."""
+    return any("GPU" in node.device.upper() for node in view.nodes())
 
 
 @ops.RegisterGradient(ROUND_OP)
