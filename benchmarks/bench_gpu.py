@@ -26,8 +26,8 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
@@ -35,6 +35,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.core.protobuf import config_pb2  # noqa: E402
 
 import npu_sim_bridge  # noqa: E402  (registers NpuOptimizer with Grappler)
+from interleave import interleaved_ratios  # noqa: E402
 from npu_sim_bridge.runtime.session import npu_config_proto  # noqa: E402
 from npu_sim_bridge.testing import models  # noqa: E402
 
@@ -88,21 +89,7 @@ def step_ratios(setting: str, args) -> dict[str, list[float]]:
                          "training graph): the figures would not measure float16")
     print(f"  {setting}: nodes running float16 after the rewrite: native {lowered['native']}, "
           f"emulate {lowered['emulate']} (rounded in float32), plain {lowered['plain']}", flush=True)
-    ratios: dict[str, list[float]] = {"native": [], "emulate": [], "plain_ms": []}
-    for _ in range(args.rounds):
-        times: dict[str, list[float]] = {kind: [] for kind in KINDS}
-        for _ in range(args.steps):
-            for kind, (sess, fetch, feed) in sessions.items():
-                started = time.perf_counter()
-                sess.run(fetch, feed)
-                times[kind].append(time.perf_counter() - started)
-        plain = statistics.median(times["plain"])
-        ratios["plain_ms"].append(plain * 1000)
-        for kind in ("native", "emulate"):
-            ratios[kind].append(statistics.median(times[kind]) / plain)
-    for sess, _, _ in sessions.values():
-        sess.close()
-    return ratios
+    return interleaved_ratios(sessions, args.rounds, args.steps)
 
 
 def ratio_text(ratios: list[float]) -> str:

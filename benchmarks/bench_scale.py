@@ -35,16 +35,18 @@ import sys
 import time
 import tracemalloc
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
-from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2  # noqa: E402
+from tensorflow.core.protobuf import meta_graph_pb2  # noqa: E402
 from tensorflow.python.grappler import tf_optimizer  # noqa: E402
+
+import bench_precision  # noqa: E402  (the OptimizeGraph harness)
 
 from npu_sim_bridge.config import from_dict  # noqa: E402
 from npu_sim_bridge.passes import ItemInfo, run_pipeline  # noqa: E402
 from npu_sim_bridge.testing import models  # noqa: E402
-from npu_sim_bridge.testing.grappler import npu_only_config  # noqa: E402
 from npu_sim_bridge.testing.synthetic import scoped_graph  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()
@@ -123,24 +125,11 @@ def memory_of(label: str) -> None:
 GRAPPLER_SIDES = ("npu_all", "npu_none", "tf_amp")
 
 
-def grappler_config(side: str) -> config_pb2.ConfigProto:
-    """Grappler running one optimizer once: NpuOptimizer (every pass, or none) or auto_mixed_precision_cpu."""
-    if side != "tf_amp":
-        return npu_only_config({"precision_mode": "allow_mix_precision",
-                                "sim_passes": "all" if side == "npu_all" else "none"})
-    config = config_pb2.ConfigProto()
-    rewrite = config.graph_options.rewrite_options
-    rewrite.min_graph_nodes = -1
-    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
-    rewrite.optimizers.append("auto_mixed_precision_cpu")
-    return config
-
-
 def grappler_memory_of(label: str, side: str) -> None:
     """In a process of its own: how far OptimizeGraph grows the resident set on a BERT graph, as JSON."""
     layers = int(label.split()[1])
     meta = models.bert(num_layers=layers, with_saver=False, **_NARROW_BERT).meta_graph_def()
-    config = grappler_config(side)
+    config = bench_precision.optimize_config(side)  # one optimizer, one iteration
     # Grappler's, the shim's and the pipeline's first-run costs, on a small graph first.
     small = meta_graph_pb2.MetaGraphDef(graph_def=scoped_graph(300))
     small.collection_def["train_op"].node_list.value.append("out")

@@ -41,6 +41,7 @@ from tensorflow.core.protobuf import config_pb2  # noqa: E402
 from tensorflow.python.grappler import tf_optimizer  # noqa: E402
 
 import bench_precision  # noqa: E402  (the OptimizeGraph harness; it also registers NpuOptimizer)
+from interleave import interleaved_ratios  # noqa: E402
 from npu_sim_bridge.config import from_dict  # noqa: E402
 from npu_sim_bridge.passes import ItemInfo, run_pipeline  # noqa: E402
 from npu_sim_bridge.runtime.session import npu_config_proto  # noqa: E402
@@ -82,21 +83,7 @@ def step_ratios(setting: str, rounds: int, steps: int, batch: int = 32) -> dict[
         for _ in range(3):
             sess.run(fetch, feed)
         sessions[kind] = (sess, fetch, feed)
-    ratios: dict[str, list[float]] = {"kernel": [], "cast": [], "plain_ms": []}
-    for _ in range(rounds):
-        times = {kind: [] for kind in sessions}
-        for _ in range(steps):
-            for kind, (sess, fetch, feed) in sessions.items():
-                started = time.perf_counter()
-                sess.run(fetch, feed)
-                times[kind].append(time.perf_counter() - started)
-        plain = statistics.median(times["plain"])
-        ratios["plain_ms"].append(plain * 1000)
-        for kind in ("kernel", "cast"):
-            ratios[kind].append(statistics.median(times[kind]) / plain)
-    for sess, _, _ in sessions.values():
-        sess.close()
-    return ratios
+    return interleaved_ratios(sessions, rounds, steps)
 
 
 def op_type_times(setting: str, kind: str, steps: int = 10, batch: int = 32) -> collections.Counter:
