@@ -183,7 +183,8 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     missing = [producer for producer, users in consumers.items()
                if users and producer not in view and producer not in allow_external]
     if missing:
-        dangling = [f"{user} <- {producer}" for producer in sorted(missing) for user in sorted(set(consumers[producer]))]
+        dangling = [f"{user} <- {producer}" for producer in sorted(missing)
+                    for user in sorted(set(consumers[producer]))]
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
     order = view.remembered_order()  # a topological order of the graph as it is: it has no cycle
     if order is None:
