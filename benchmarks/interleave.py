@@ -1,5 +1,7 @@
-"""Step times of several Sessions measured interleaved: each takes one step in turn, so load on the
-machine hits them alike; each round's figure is a median over its steps."""
+"""Step-time ratios of several Sessions, measured interleaved.
+
+Each Session takes one step in turn, so load on the machine hits them alike; each round's figure is a
+median over its steps."""
 
 from __future__ import annotations
 

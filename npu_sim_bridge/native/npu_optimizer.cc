@@ -836,9 +836,9 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObje
 
 // passes/partition/cluster.py _segments_py, over the units of a graph: (order, pred, succ, device)
 // -> the bytes of (segment_of, the segments' members, where each segment starts, layer, reach_device),
-// int64 but reach_device's doubles; cluster.py _segments makes them arrays. Layers are ASAP then ALAP over `order`; device
-// units joined by an edge within one layer form a segment; segments come in the order of their first
-// member. nullptr with a Python error set for arguments of the wrong shape.
+// int64 but reach_device's doubles; cluster.py _segments makes them arrays. Layers are ASAP then ALAP
+// over `order`; device units joined by an edge within one layer form a segment; segments come in the
+// order of their first member. nullptr with a Python error set for arguments of the wrong shape.
 extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObject* args) {
   using npu_sim_bridge::kInf;
   using npu_sim_bridge::PyRef;

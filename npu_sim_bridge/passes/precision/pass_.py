@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.alike import Renaming, alike_key
 from npu_sim_bridge.graph.names import node_name
