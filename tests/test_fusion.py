@@ -176,6 +176,36 @@ def test_check_says_why_a_rule_did_not_fire():
     assert "does not run on the device (host: in without_npu_compile_scope)" in report.nodes["d1/BiasAdd"].reason
 
 
+@pytest.mark.parametrize("device", ["/job:localhost/replica:0/task:0/device:CPU:0",
+                                    "/job:localhost/replica:0/task:0/device:GPU:0"])
+def test_a_graph_placed_on_a_gpu_keeps_its_convolution_and_bias_apart(device):
+    """TensorFlow's GPU _FusedConv2D refuses a bias alone when the step runs; its _FusedMatMul forms run."""
+    from npu_sim_bridge.config import from_dict
+    from npu_sim_bridge.passes import ItemInfo, run_pipeline
+
+    graph = dense_graph().as_graph_def()
+    for node in graph.node:
+        node.device = device
+    options = from_dict(dict(MIX, sim_passes="fusion"))
+    result = run_pipeline(graph, options, ItemInfo(id="tf_graph", fetch=tuple(FETCH)), remember=False)
+    nodes = ops(result.graph_def)
+    stats = next(p.stats for p in result.report.passes if p.name == "fusion")
+    if "GPU" not in device:
+        assert nodes["d1/Relu"].op == nodes["out"].op == "_FusedMatMul" and nodes["conv_out"].op == "_FusedConv2D"
+        assert "c/Conv2D" not in nodes and stats["not_fired"] == {}
+        return
+    assert (nodes["c/Conv2D"].op, nodes["c/BiasAdd"].op, nodes["conv_out"].op) == ("Conv2D", "BiasAdd", "Relu")
+    reason = result.report.nodes["c/BiasAdd"].reason
+    assert "AABiasaddConvFusion did not fire: c/BiasAdd is placed on /job:localhost/replica:0/task:0/device:GPU:0" \
+        in reason and "Fusion is not implemented: [BiasAdd]" in reason
+    if tf.test.is_built_with_cuda():  # the MatMul forms run on a GPU
+        assert nodes["d1/Relu"].op == nodes["out"].op == "_FusedMatMul"
+        assert stats["not_fired"] == {"AABiasaddConvFusion": 1}
+    else:  # no GPU kernel is registered at all: the kernel lookup refuses them
+        assert "TensorFlow has no DT_FLOAT _FusedMatMul kernel" in result.report.nodes["out"].reason
+        assert stats["not_fired"] == {"AABiasaddConvFusion": 1, "MatMulBiasAddFusionPass": 2}
+
+
 def test_fusion_is_idempotent():
     first = rewrite(dense_graph()).graph_def
     second = npu_sim_bridge.rewrite(first, MIX, fetches=FETCH)

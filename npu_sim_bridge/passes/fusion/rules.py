@@ -11,6 +11,9 @@ end, as the NPU's fused kernel does:
                                             _FusedMatMul[BiasAdd] -> Relu     => _FusedMatMul[BiasAdd, Relu]
 The fused node takes the name of the last node of the pattern (its consumers and fetches keep working,
 as with Grappler's remapper); the others are removed. Graph fusion rules run before UB fusion rules.
+On a GPU, AABiasaddConvFusion does not fire: TensorFlow's GPU _FusedConv2D refuses a bias without an
+activation when the step runs (measured on an H200 with TensorFlow 2.15.1, float32 and float16); the
+_FusedMatMul forms and _FusedConv2D[BiasAdd, Relu] run there.
 """
 
 from __future__ import annotations
@@ -269,6 +272,11 @@ class AABiasaddConvFusion(FusionRule):
             return f"{conv.name} and {bias_add.name} use different data formats"
         if conv_format == b"NCHW" and "GPU" not in conv.device.upper():
             return f"{conv.name} has data_format NCHW, which TensorFlow's fused convolution runs on GPUs only"
+        if "GPU" in bias_add.device.upper():
+            # The kernel is registered, so no kernel lookup shows this; it fails when the step runs.
+            return (f"{bias_add.name} is placed on {bias_add.device}, where TensorFlow's _FusedConv2D runs a bias "
+                    "only together with an activation ('Fusion is not implemented: [BiasAdd]'), and this rule makes "
+                    "the bias-only form: the convolution rounds its own output before the bias there")
         return super().check(view, match, env)
 
     def fused_inputs(self, view, match):
