@@ -58,7 +58,11 @@ class ScriptTarget:
         return forced
 
     def run(self, overrides: dict) -> Outcome:
-        report_dir = tempfile.mkdtemp(prefix="npu_sim_bisect_reports_")
+        # The child's reports are read for its nodes' dtypes, then dropped with their folder.
+        with tempfile.TemporaryDirectory(prefix="npu_sim_bisect_reports_") as report_dir:
+            return self._run(overrides, report_dir)
+
+    def _run(self, overrides: dict, report_dir: str) -> Outcome:
         env = dict(os.environ)
         env[FORCE_ENV] = json.dumps(self._forced(overrides, report_dir))
         env["NPU_SIM_ALL_SESSIONS"] = "1"
