@@ -52,7 +52,8 @@ def main(workdir):
     print("1. float32:           ", run(graph, x, precision_mode="allow_fp32_to_fp16")[:3])
     print("   allow_mix_precision:", run(graph, x, precision_mode="allow_mix_precision")[:3])
     mixlist = os.path.join(workdir, "mixlist.json")
-    result = bisect_graph(graph.as_graph_def(), ["out"], feeds={"x:0": x}, output=mixlist)
+    result = bisect_graph(graph.as_graph_def(), ["out"], feeds={"x:0": x}, output=mixlist,
+                          workdir=os.path.join(workdir, "runs"))  # the runs' mixlists and dumps
     print("2.", result.to_text())
     fixed = run(graph, x, precision_mode="allow_mix_precision", modify_mixlist=mixlist,
                 customize_dtypes=customize_path(mixlist))

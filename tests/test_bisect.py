@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -76,8 +77,10 @@ def session_values(graph, **params):
 
 def test_bisect_finds_the_overflowing_matmul_and_its_files_fix_the_model(tmp_path):
     mixlist = str(tmp_path / "mixlist.json")
+    workdir = str(tmp_path / "runs")
     result = bisect_graph(overflow_graph().as_graph_def(), ["out"], feeds={"x:0": X}, output=mixlist,
-                          progress=None)
+                          progress=None, workdir=workdir)
+    assert result.workdir == workdir and "dump_float32" in os.listdir(workdir)  # the runs' files, where asked
     assert result.fix.types == () and result.fix.nodes == ("big/MatMul",)
     assert result.guidance.overflow[0] == "big/MatMul"
     assert math.isinf(result.error_before) and result.error_after <= 0.01
@@ -103,7 +106,7 @@ def test_bisect_finds_the_overflowing_matmul_and_its_files_fix_the_model(tmp_pat
 def test_a_type_whose_every_node_overflows_goes_into_the_black_list(tmp_path):
     mixlist = str(tmp_path / "mixlist.json")
     result = bisect_graph(overflow_graph(both_big=True).as_graph_def(), ["out"], feeds={"x:0": X}, output=mixlist,
-                          progress=None)
+                          progress=None, workdir=str(tmp_path / "runs"))
     assert result.fix.types == ("MatMul",) and not result.fix.nodes
     assert load_mixlist(mixlist).names("black-list", "to-add") == ("MatMul",)
     text = open(mixlist).read()
@@ -130,14 +133,17 @@ def test_npu_sim_bisect_on_a_graph_file_with_feeds(tmp_path):
     mixlist, report = str(tmp_path / "fix.json"), str(tmp_path / "report.json")
     status, out, err = npu_sim("bisect", graph_path, "--fetch", "out", "--feed", f"x={tmp_path / 'x.npy'}",
                                "--param", "precision_mode=allow_mix_precision", "--rtol", "0.01", "-o", mixlist,
-                               "--report", report)
+                               "--report", report, "--workdir", str(tmp_path / "runs"))
     assert status == 0, err
     assert "run 3 (types): type MatMul" in err            # progress on stderr
     assert "keep float32: node big/MatMul" in out and "set customize_dtypes" in out
     data = json.load(open(report))
     assert data["fix"]["nodes"] == ["big/MatMul"] and data["runs"] == 4 and len(data["trials"]) == 3
+    before = set(os.listdir(tempfile.gettempdir()))
     status, out, err = npu_sim("bisect", graph_path, "--fetch", "out", "-o", mixlist)   # no --feed x=...
     assert status == 1 and "npu-sim bisect: error: the model does not run in float32" in err
+    assert not {name for name in set(os.listdir(tempfile.gettempdir())) - before
+                if name.startswith("npu_sim_bisect_")}  # a failed bisect leaves no folder behind
     assert "placeholder x needs a value" in err and "--feed x=FILE.npy" in err
 
 
@@ -159,8 +165,16 @@ def test_an_output_folder_that_does_not_exist_is_refused_before_any_run(tmp_path
     assert "its folder" in capsys.readouterr().err
 
 
-def test_unguided_search_also_finds_it():
-    result = bisect_graph(overflow_graph().as_graph_def(), ["out"], feeds={"x:0": X}, guided=False, progress=None)
+def test_a_work_folder_that_cannot_be_made_is_refused(tmp_path):
+    (tmp_path / "taken").write_text("a file, not a folder")
+    with pytest.raises(BisectError, match=r"the work folder .*taken' cannot be created"):
+        bisect_graph(overflow_graph().as_graph_def(), ["out"], feeds={"x:0": X}, progress=None,
+                     workdir=str(tmp_path / "taken"))
+
+
+def test_unguided_search_also_finds_it(tmp_path):
+    result = bisect_graph(overflow_graph().as_graph_def(), ["out"], feeds={"x:0": X}, guided=False, progress=None,
+                          workdir=str(tmp_path))
     assert result.fix.nodes == ("big/MatMul",) and result.guidance is None
 
 
@@ -171,11 +185,11 @@ def test_unguided_search_also_finds_it():
     ({"fetches": []}, "--fetch"),
     ({"fetches": ["out"], "params": {"precision_mode": "force_fp16"}}, "bisect needs a mixed mode"),
 ])
-def test_bad_inputs_get_clear_errors(kwargs, message):
+def test_bad_inputs_get_clear_errors(kwargs, message, tmp_path):
     graph = overflow_graph(broken_float32=kwargs.pop("graph", None) == "broken").as_graph_def()
     kwargs.setdefault("feeds", {"x:0": X})
     with pytest.raises(BisectError) as caught:
-        bisect_graph(graph, progress=None, **kwargs)
+        bisect_graph(graph, progress=None, workdir=str(tmp_path), **kwargs)
     assert message in str(caught.value)
 
 
@@ -185,7 +199,7 @@ def test_a_model_that_is_fine_in_mixed_precision_needs_nothing(tmp_path):
         x = tf.compat.v1.placeholder(tf.float32, [8, 64], name="x")
         tf.reduce_sum(tf.matmul(x, tf.constant(np.full((64, 4), 0.01, np.float32))), axis=1, name="out")
     result = bisect_graph(graph.as_graph_def(), ["out"], feeds={"x:0": X}, output=str(tmp_path / "m.json"),
-                          progress=None)
+                          progress=None, workdir=str(tmp_path / "runs"))
     assert not result.found and "nothing to keep in float32" in result.message
     assert not os.path.exists(tmp_path / "m.json")
 
@@ -206,10 +220,10 @@ def test_a_saved_model_or_a_checkpointed_meta_graph_has_its_variables_frozen(tmp
             builder.add_meta_graph_and_variables(sess, ["serve"])
             builder.save()
     for source in (str(tmp_path / "saved"), str(tmp_path / "model.ckpt.meta")):
-        result = bisect_graph(source, ["out"], feeds={"x:0": X}, progress=None)
+        result = bisect_graph(source, ["out"], feeds={"x:0": X}, progress=None, workdir=str(tmp_path / "runs"))
         assert result.fix.nodes == ("big/MatMul",), source
     with pytest.raises(BisectError, match="holds variables .* whose values this file does not carry"):
-        bisect_graph(graph.as_graph_def(), ["out"], feeds={"x:0": X}, progress=None)
+        bisect_graph(graph.as_graph_def(), ["out"], feeds={"x:0": X}, progress=None, workdir=str(tmp_path / "runs"))
 
 
 def test_a_fused_culprit_is_kept_with_the_nodes_fused_into_it_and_float16_only_ops_are_no_candidates(tmp_path):
@@ -229,7 +243,8 @@ def test_a_fused_culprit_is_kept_with_the_nodes_fused_into_it_and_float16_only_o
         tf.reduce_sum(tf.math.log(tf.nn.softmax(logits, name="softmax"), name="log"), name="sum")
     feed = {"x:0": np.abs(rs.normal(size=(2, 8, 8, 3))).astype(np.float32) * 3}
     mixlist = str(tmp_path / "mixlist.json")
-    result = bisect_graph(graph.as_graph_def(), ["sum"], feeds=feed, output=mixlist, progress=None)
+    result = bisect_graph(graph.as_graph_def(), ["sum"], feeds=feed, output=mixlist, progress=None,
+                          workdir=str(tmp_path / "runs"))
     assert result.fix.nodes == ("bias2",) and result.expanded_nodes == ["bias2", "matmul"]
     assert {"conv", "bias1", "relu", "pool"} <= set(result.float16_only)
     assert [e.name for e in load_customize_dtypes(customize_path(mixlist))] == ["bias2", "matmul"]

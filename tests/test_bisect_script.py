@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -17,10 +18,10 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "bisect_scripts", "train_overfl
 METRIC = r"loss = (\S+)"
 
 
-def test_cli_bisect_script_finds_the_culprit_and_the_fix_trains_finite(tmp_path, capsys):
+def test_cli_bisect_script_finds_the_culprit_and_the_fix_trains_finite(tmp_path, capsys, monkeypatch):
     mixlist, report = str(tmp_path / "mixlist.json"), str(tmp_path / "report.json")
     assert cli_main(["bisect", "--script", SCRIPT, "--metric", METRIC, "--steps", "3", "-o", mixlist,
-                     "--report", report, "--script-args", "--steps", "4"]) == 0
+                     "--report", report, "--workdir", str(tmp_path / "runs"), "--script-args", "--steps", "4"]) == 0
     captured = capsys.readouterr()
     assert "run 1: the float32 reference" in captured.err
     data = json.load(open(report))
@@ -30,8 +31,11 @@ def test_cli_bisect_script_finds_the_culprit_and_the_fix_trains_finite(tmp_path,
 
     # The files as a user applies them: the script's Session with modify_mixlist and customize_dtypes.
     target = ScriptTarget(SCRIPT, ["--steps", "3"], metric=METRIC)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the run's report folder goes
+    os.mkdir(tmp_path / "tmp")
     fixed = target.run({"precision_mode": "allow_mix_precision", "modify_mixlist": mixlist,
                         "customize_dtypes": customize_path(mixlist)})
+    assert os.listdir(tmp_path / "tmp") == []  # the child's reports were read, then removed
     assert fixed.failure is None and np.all(np.isfinite(fixed.values[0])) and len(fixed.values[0]) == 3
     float32_losses = json.loads(open(report).read())["reference_values"]
     np.testing.assert_allclose(fixed.values[0], float32_losses[0], rtol=0.01)
@@ -44,9 +48,9 @@ def test_cli_bisect_script_finds_the_culprit_and_the_fix_trains_finite(tmp_path,
     (["--broken-float32"], "float32 itself is broken"),
     (["--no-such-flag"], "the script exited with status 2"),
 ])
-def test_script_errors_say_what_is_wrong(args, message):
+def test_script_errors_say_what_is_wrong(args, message, tmp_path):
     with pytest.raises(BisectError) as caught:
-        bisect_script(SCRIPT, ["--steps", "2"] + args, metric=METRIC, progress=None)
+        bisect_script(SCRIPT, ["--steps", "2"] + args, metric=METRIC, progress=None, workdir=str(tmp_path))
     assert message in str(caught.value)
 
 

@@ -10,6 +10,8 @@ output.py        the modify_mixlist JSON and the customize_dtypes file;  result.
 
 from __future__ import annotations
 
+import shutil
+
 from npu_sim_bridge.bisect.driver import Bisector, write_outputs
 from npu_sim_bridge.bisect.outcome import BisectError
 from npu_sim_bridge.bisect.result import BisectResult
@@ -18,32 +20,39 @@ __all__ = ["BisectError", "BisectResult", "Bisector", "bisect_graph", "bisect_sc
 
 
 def bisect_graph(graph, fetches, feeds=None, params=None, rtol=1e-2, output=None, guided=True,
-                 progress="stderr") -> BisectResult:
+                 progress="stderr", workdir=None) -> BisectResult:
     """Bisect a graph (GraphDef, MetaGraphDef, tf.Graph or a .pb/.pbtxt/.meta/SavedModel path).
 
     feeds: {tensor name: array}; params: parameter_map options of the mixed runs (precision_mode,
-    fusion_switch_file, ...); output: where to write the mixlist (and its customize_dtypes file).
+    fusion_switch_file, ...); output: where to write the mixlist (and its customize_dtypes file);
+    workdir: the folder for the runs' mixlists and dumps (created if missing; default a new temporary one).
     """
     from npu_sim_bridge.bisect.graph_target import GraphTarget
 
     target = GraphTarget(graph, fetches, feeds=feeds, params=params)
-    return _bisect(target, params, rtol, output, guided, progress)
+    return _bisect(target, params, rtol, output, guided, progress, workdir)
 
 
 def bisect_script(script, args=(), metric=r"loss[ =:]+([-+0-9.eEnaifNAIF]+)", steps=None, params=None, rtol=1e-2,
-                  output=None, guided=True, progress="stderr", timeout=None) -> BisectResult:
+                  output=None, guided=True, progress="stderr", timeout=None, workdir=None) -> BisectResult:
     """Bisect a training script run as `npu-sim run` does; `metric` is a regex whose group 1 is the number."""
     from npu_sim_bridge.bisect.script_target import ScriptTarget
 
     target = ScriptTarget(script, args, metric=metric, steps=steps, params=params, timeout=timeout)
-    return _bisect(target, params, rtol, output, guided, progress)
+    return _bisect(target, params, rtol, output, guided, progress, workdir)
 
 
-def _bisect(target, params, rtol, output, guided, progress):
+def _bisect(target, params, rtol, output, guided, progress, workdir):
     from npu_sim_bridge.bisect.driver import stderr_progress
 
     report = stderr_progress if progress == "stderr" else progress
-    result = Bisector(target, params=params, rtol=rtol, guided=guided, progress=report).run()
+    bisector = Bisector(target, params=params, rtol=rtol, guided=guided, progress=report, workdir=workdir)
+    try:
+        result = bisector.run()
+    except BisectError:
+        if not workdir:  # the temporary folder made for this bisect holds nothing worth keeping
+            shutil.rmtree(bisector.workdir, ignore_errors=True)
+        raise
     if output and result.found:
         write_outputs(result, output)
     return result

@@ -53,6 +53,18 @@ def mixed_setting(params: dict) -> dict:
     return {"precision_mode": mode}
 
 
+def _work_folder(workdir: str | None) -> str:
+    """The folder for the runs' files: `workdir` (created if missing), else a new temporary one."""
+    if not workdir:
+        return tempfile.mkdtemp(prefix="npu_sim_bisect_")
+    try:
+        os.makedirs(workdir, exist_ok=True)
+    except OSError as err:
+        raise BisectError(f"the work folder {workdir!r} cannot be created ({err.strerror or err}); "
+                          "name a folder you can write") from None
+    return workdir
+
+
 class Bisector:
     """One bisect session over a target; `run()` returns a BisectResult."""
 
@@ -64,7 +76,7 @@ class Bisector:
         self.params = dict(params or {})
         self.mixed = mixed_setting(self.params)
         self.progress = progress or (lambda text: None)
-        self.workdir = workdir or tempfile.mkdtemp(prefix="npu_sim_bisect_")
+        self.workdir = _work_folder(workdir)
         self.base = output.base_entries(self.params.get("modify_mixlist"))
         self.result = BisectResult(target=target.describe(), rtol=rtol, mixed=self.mixed,
                                    mixed_params={"modify_mixlist": self.params.get("modify_mixlist", "")},

@@ -11,7 +11,7 @@ from npu_sim_bridge.fileio import check_output_path, write_atomic
 
 SEPARATOR = "--script-args"
 _SCRIPT_OPTIONS = {"--metric": "metric", "--steps": "steps", "--rtol": "rtol", "-o": "output", "--output": "output",
-                   "--param": "param", "--report": "report", "--timeout": "timeout"}
+                   "--param": "param", "--report": "report", "--timeout": "timeout", "--workdir": "workdir"}
 
 
 def _split_script_args(args) -> None:
@@ -76,11 +76,11 @@ def cmd_bisect(args) -> int:
     timeout = _number("--timeout", args.timeout, float) if args.timeout else None
     if args.graph:
         result = bisect_graph(args.graph, args.fetch, feeds=load_feeds(args.feed), params=params, rtol=rtol,
-                              output=args.output, guided=not args.no_guide)
+                              output=args.output, guided=not args.no_guide, workdir=args.workdir)
     else:
         result = bisect_script(args.script, args.script_args, metric=args.metric,
                                steps=steps, params=params, rtol=rtol, output=args.output, guided=not args.no_guide,
-                               timeout=timeout)
+                               timeout=timeout, workdir=args.workdir)
     sys.stdout.write(result.to_text())
     if args.report:
         write_atomic(args.report, result.to_json(), "--report")
@@ -111,6 +111,8 @@ def add_bisect_command(commands) -> None:
     bisect.add_argument("-o", "--output", metavar="FILE.json", help="the modify_mixlist file to write")
     bisect.add_argument("--report", metavar="FILE.json", help="also write the report (every trial) as JSON")
     bisect.add_argument("--no-guide", action="store_true", help="do not order candidates by the dump compare")
+    bisect.add_argument("--workdir", metavar="DIR",
+                        help="where the runs' mixlists and dumps go (kept; default: a new temporary folder)")
     bisect.add_argument("--metric", metavar="REGEX", help="with --script: regex whose group 1 is the number to compare")
     bisect.add_argument("--steps", metavar="N", help="with --script: stop the script after N metric lines")
     bisect.add_argument("--timeout", metavar="SECONDS", help="with --script: longest a run may take")
