@@ -1,6 +1,7 @@
 """Shared test set-up: TF1 graph mode (as migrated scripts run) and graph-building helpers."""
 
 import os
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -30,6 +31,21 @@ def npu_config(**params):
 @pytest.fixture(name="npu_config")
 def npu_config_fixture():
     return npu_config
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_under_pytest(tmp_path_factory):
+    """Temporary folders the code under test, its child processes and the seed scripts make (a user's
+    script makes its own) go under pytest's base folder, which pytest prunes, not into /tmp for good."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = folder, folder
+    yield
+    tempfile.tempdir = saved[0]
+    if saved[1] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved[1]
 
 
 @pytest.fixture(autouse=True)

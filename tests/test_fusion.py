@@ -1,7 +1,9 @@
 """The fusion pass: rules, fusion_switch_file, reports, numbers, and precision_tool's tf_config helpers."""
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 import warnings
 
@@ -10,7 +12,10 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
-os.environ.setdefault("NPU_SIM_CONFIG_DIR", tempfile.mkdtemp(prefix="npu_sim_test_config_"))
+# precision_tool.tf_config reads its folder when imported, before any fixture runs.
+_CONFIG_DIR = tempfile.mkdtemp(prefix="npu_sim_test_config_")
+atexit.register(shutil.rmtree, _CONFIG_DIR, True)
+os.environ.setdefault("NPU_SIM_CONFIG_DIR", _CONFIG_DIR)
 
 import npu_sim_bridge  # noqa: E402
 from npu_sim_bridge.cli.main import main as cli_main  # noqa: E402
