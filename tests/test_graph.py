@@ -378,3 +378,17 @@ def test_a_validated_view_orders_added_nodes_right_after_their_inputs(edges, cas
         assert all(name in inserted for name in between), (cast, between)
     view.add_node(node_def_pb2.NodeDef(name="late", op="NoOp", input=["^" + before[0]]))
     assert topological_order(view)[-1] == "late"  # edited since validation: Kahn's over the whole graph
+
+
+@pytest.mark.parametrize("device, gpu", [
+    ("", False),
+    ("/job:localhost/replica:0/task:0/device:GPU:0", True),
+    ("/device:CPU:0", False),
+    ("/gpu:1", True),
+    ("/device:XLA_GPU:0", True),
+    ("/job:gpuworker/replica:0/task:0/device:CPU:0", False),  # a job's name says nothing of the device
+])
+def test_on_gpu_reads_the_device_part_of_a_device_string(device, gpu):
+    from npu_sim_bridge.graph.names import on_gpu
+
+    assert on_gpu(device) is gpu

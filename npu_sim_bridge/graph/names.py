@@ -1,4 +1,4 @@
-"""Parsing and formatting of GraphDef input strings: "node", "node:1" and "^node"."""
+"""Parsing and formatting of GraphDef input strings ("node", "node:1", "^node") and device strings."""
 
 from __future__ import annotations
 
@@ -53,3 +53,14 @@ def format_input(ref: TensorRef) -> str:
 def node_name(text: str) -> str:
     """The node part of a tensor or input name ("^a", "a:1" -> "a")."""
     return parse_input(text).node
+
+
+def on_gpu(device: str) -> bool:
+    """Whether a NodeDef device string places the node on a GPU: its device part, the one after
+    "device:" ("/job:localhost/replica:0/task:0/device:GPU:0") or the last one ("/gpu:0"), is GPU
+    (or XLA_GPU); a job named "gpu..." does not count."""
+    if not device:
+        return False
+    tail = device.rpartition("device:")[2] if "device:" in device else device.rpartition("/")[2]
+    kind = tail.split(":", 1)[0].upper()
+    return kind == "GPU" or kind.endswith("_GPU")

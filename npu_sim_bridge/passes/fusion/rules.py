@@ -24,7 +24,7 @@ import functools
 from tensorflow.core.framework import attr_value_pb2, types_pb2
 from tensorflow.python.framework import kernels, op_def_registry
 
-from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.names import on_gpu, parse_input
 from npu_sim_bridge.passes.fusion.marks import FUSED_NODES_ATTR, FUSION_ATTR, fusion_rules
 from npu_sim_bridge.passes.fusion.switch import GRAPH_FUSION, UB_FUSION
 
@@ -162,7 +162,7 @@ def _list(strings=(), ints=None, types=None) -> attr_value_pb2.AttrValue:
 
 @functools.lru_cache(maxsize=None)  # TensorFlow's kernel list costs 1-10 ms a call; a graph asks per match
 def _has_kernel(op: str, dtype: int, device: str) -> bool:
-    device_type = "GPU" if "GPU" in device.upper() else "CPU"
+    device_type = "GPU" if on_gpu(device) else "CPU"
     for kernel in kernels.get_registered_kernels_for_op(op).kernel:
         if kernel.device_type != device_type:
             continue
@@ -270,9 +270,9 @@ class AABiasaddConvFusion(FusionRule):
         bias_format = bias_add.attr["data_format"].s if "data_format" in bias_add.attr else b"NHWC"
         if conv_format != bias_format:
             return f"{conv.name} and {bias_add.name} use different data formats"
-        if conv_format == b"NCHW" and "GPU" not in conv.device.upper():
+        if conv_format == b"NCHW" and not on_gpu(conv.device):
             return f"{conv.name} has data_format NCHW, which TensorFlow's fused convolution runs on GPUs only"
-        if "GPU" in bias_add.device.upper():
+        if on_gpu(bias_add.device):
             # The kernel is registered, so no kernel lookup shows this; it fails when the step runs.
             return (f"{bias_add.name} is placed on {bias_add.device}, where TensorFlow's _FusedConv2D runs a bias "
                     "only together with an activation ('Fusion is not implemented: [BiasAdd]'), and this rule makes "

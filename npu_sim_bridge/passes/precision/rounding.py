@@ -8,6 +8,7 @@ from __future__ import annotations
 from tensorflow.python.framework import ops
 
 from npu_sim_bridge.errors import NativeBuildError
+from npu_sim_bridge.graph.names import on_gpu
 from npu_sim_bridge.native.build import load_npu_ops
 from npu_sim_bridge.passes.precision.decide import FP16
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
@@ -44,7 +45,7 @@ def uses_kernel(ctx, mode) -> bool:
 
 def _placed_on_gpu(view) -> bool:
     """Whether any node of the graph is placed on a GPU (Grappler hands a Session's graph placed)."""
-    return any("GPU" in node.device.upper() for node in view.nodes())
+    return any(on_gpu(node.device) for node in view.nodes())
 
 
 @ops.RegisterGradient(ROUND_OP)
