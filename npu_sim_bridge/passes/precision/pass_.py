@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.alike import Renaming, alike_key
 from npu_sim_bridge.graph.names import node_name
@@ -12,7 +14,7 @@ from npu_sim_bridge.passes.precision import functions as fn
 from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of
 from npu_sim_bridge.passes.precision.lists import build_lists
 from npu_sim_bridge.passes.results import NpuPortDtypes, Placement
-from npu_sim_bridge.report.model import NodeDecision
+from npu_sim_bridge.report.decisions import InsertedText
 
 # The placement pass (run before this one) stores {node: 'host' | 'device'} here; host nodes keep their dtype.
 
@@ -124,7 +126,7 @@ class PrecisionPass(GraphPass):
             rename = None
             if key not in done:
                 plans, rewriter, new_fdef = work()
-                rows = _report_rows(plans)
+                rows = list(_report_rows(plans))
                 done[key] = ([arg.name for arg in fdef.signature.input_arg], plans, rewriter, new_fdef, rows)
             else:
                 template_args, plans, rewriter, template_fdef, rows = done[key]
@@ -133,7 +135,7 @@ class PrecisionPass(GraphPass):
                 new_fdef = rename.function(template_fdef) if template_fdef is not None else None
                 if template_fdef is not None and new_fdef is None:  # a renamed node would clash: work it out
                     plans, rewriter, new_fdef = work()
-                    rows = _report_rows(plans)
+                    rows = list(_report_rows(plans))
                     rename = None
             _fill_report(report, rows, prefix=f"{fname}/", rename=rename)
             count += 1
@@ -194,10 +196,10 @@ class _Totals:
             self.retyped += rewriter.retyped
 
 
-def _report_rows(plans) -> list[tuple]:
+def _report_rows(plans) -> Iterator[tuple]:
     """What the report says of each decided node: (name, op, whether the list is set, list,
-    (dtype before, dtype after) or None, reason); worked out once for the bodies alike."""
-    rows = []
+    (dtype before, dtype after) or None, reason), one at a time (a list of them all was a twentieth of
+    the peak memory on BERT); the bodies alike keep them as a list, worked out once."""
     for name, plan in plans.items():
         dtypes = None
         if plan.port_npu is not None:
@@ -208,8 +210,7 @@ def _report_rows(plans) -> list[tuple]:
         elif plan.orig is not None:
             dtypes = name_of(plan.orig), name_of(plan.npu)
         listed = plan.role in (FIXED, GRAY)
-        rows.append((name, plan.op, listed, plan.colour if listed else None, dtypes, plan.reason))
-    return rows
+        yield name, plan.op, listed, plan.colour if listed else None, dtypes, plan.reason
 
 
 def _fill_report(report, rows, prefix: str, rename=None) -> None:
@@ -221,7 +222,7 @@ def _fill_report(report, rows, prefix: str, rename=None) -> None:
         record = records.get(key)
         if record is None:  # a body's node: a new record
             before, after = dtypes if dtypes is not None else (None, None)
-            records[key] = NodeDecision(key, op, colour, before, after, reasons=[reason] if reason else None)
+            records.add(key, op, colour, before, after, reasons=reason or None)
             continue
         if listed:
             record.list = colour
@@ -237,6 +238,5 @@ def _report_inserted(report, rewriter, prefix: str, rename=None) -> None:
         op = marks.ROUND_OP if kind == "round" and src == dst else "Cast"
         if rename is not None:
             name, source = rename(name), source._replace(node=rename(source.node))
-        report.nodes[prefix + name] = NodeDecision(
-            name=prefix + name, op=op, dtype_before=name_of(src), dtype_after=name_of(dst),
-            reason=f"inserted by precision: {what} of {source}")
+        report.nodes.add(prefix + name, op, dtype_before=name_of(src), dtype_after=name_of(dst),
+                         text=InsertedText("precision", what, source))

@@ -1,0 +1,307 @@
+"""The report's per-node decisions, held as columns: one row per node, in the order recorded.
+
+A large graph's report has a record for every node, and one object per record (with its fields and
+its entry in a dict of records) was the largest single part of the pipeline's peak memory. Here a
+row is an index into a few lists and arrays; the short, repeating values (list colour, dtype names,
+placement, GeOp name) are kept as small codes into one vocabulary per table.
+
+`Decisions` is the mapping the report exposes as `report.nodes` (name -> NodeDecision). A
+`NodeDecision` it hands out is a handle on a row: reading or setting a field reads or sets the
+columns. One made on its own (`NodeDecision(name, op, ...)`) holds a one-row table of its own, and
+storing it in a report moves its row there and points the handle at it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from npu_sim_bridge.report.reasons import Reason, as_reason
+
+_NO_REASONS = ()
+_CODED = ("list", "dtype_before", "dtype_after", "placement", "geop")
+FIELDS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason", "reasons")
+
+
+class InsertedText:
+    """The text of a node a pass inserted, rendered when read: "inserted by <pass>: <what> of <source>"
+    (a pass inserting thousands of Casts keeps two references a node, not a sentence)."""
+
+    __slots__ = ("by", "what", "source")
+
+    def __init__(self, by: str, what: str, source):
+        self.by, self.what, self.source = by, what, source
+
+    def __str__(self) -> str:
+        return f"inserted by {self.by}: {self.what} of {self.source}"
+
+
+class Decisions(Mapping):
+    """name -> NodeDecision, over columns (see the module docstring); rows are never removed."""
+
+    def __init__(self):
+        self._rows: dict[str, int] = {}
+        self._names: list[str] = []
+        self._ops: list[str] = []
+        self._vocab: list[str | None] = [None]   # code -> value; code 0 is None
+        self._codes: dict[str, int] = {}
+        self._coded = {field: array("H") for field in _CODED}
+        # As passes gave them: none (the empty tuple), the one reason, or a list of two or more.
+        self._reasons: list = []
+        # The text of the first `_rendered[row]` reasons, or text set directly (a str, an
+        # InsertedText, or None for none).
+        self._texts: list = []
+        self._rendered = array("I")
+
+    # ------------------------------------------------------------- mapping
+    def __getitem__(self, name: str) -> "NodeDecision":
+        return NodeDecision._at(self, self._rows[name])
+
+    def get(self, name: str, default=None):
+        row = self._rows.get(name)
+        return default if row is None else NodeDecision._at(self, row)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def values(self) -> list["NodeDecision"]:  # type: ignore[override]
+        return [NodeDecision._at(self, row) for row in range(len(self._names))]
+
+    def items(self) -> list[tuple[str, "NodeDecision"]]:  # type: ignore[override]
+        return list(zip(self._names, self.values()))
+
+    def __setitem__(self, name: str, decision: "NodeDecision") -> None:
+        """Store a record made on its own under `name` (its row moves here; the handle follows it)."""
+        if not isinstance(decision, NodeDecision):
+            raise TypeError(f"report records are NodeDecision values, not {type(decision).__name__}")
+        if decision.name != name:
+            raise ValueError(f"the record for {name!r} is named {decision.name!r}")
+        source, row = decision._table, decision._row
+        if source is self:
+            return
+        fields = {field: source._value(field, row) for field in _CODED}
+        new = self.add(name, source._ops[row], **fields)
+        self._reasons[new] = source._reasons[row]
+        self._texts[new] = source._texts[row]
+        self._rendered[new] = source._rendered[row]
+        decision._table, decision._row = self, new
+
+    # ----------------------------------------------------------- rows
+    def add(self, name: str, op: str, list: str | None = None, dtype_before: str | None = None,  # noqa: A002
+            dtype_after: str | None = None, placement: str | None = None, geop: str | None = None,
+            text=None, reasons: "Reason | str | None" = None) -> int:
+        """Append a row (or fill the row `name` has, anew); returns it. `text`: a str or an InsertedText
+        standing for no reason values; `reasons`: one reason."""
+        row = self._rows.get(name)
+        if row is None:
+            row = self._rows[name] = len(self._names)
+            self._names.append(name)
+            self._ops.append(op)
+            for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
+                self._coded[field].append(self._code(value))
+            self._reasons.append(_NO_REASONS if reasons is None else reasons)
+            self._texts.append(text)
+            self._rendered.append(0)
+            return row
+        self._ops[row] = op
+        for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
+            self._coded[field][row] = self._code(value)
+        self._reasons[row] = _NO_REASONS if reasons is None else reasons
+        self._texts[row], self._rendered[row] = text, 0
+        return row
+
+    def extend(self, names: list[str], ops: list[str], dtypes: Iterable[str | None]) -> None:
+        """Rows for nodes with no decision yet, their dtype unchanged (a graph's records as it came)."""
+        start = len(self._names)
+        self._rows.update(zip(names, range(start, start + len(names))))
+        if len(self._rows) != start + len(names):
+            raise ValueError("a report records each node once: the names repeat or are recorded already")
+        self._names.extend(names)
+        self._ops.extend(ops)
+        codes = array("H", map(self._code, dtypes))
+        self._coded["dtype_before"].extend(codes)
+        self._coded["dtype_after"].extend(codes)
+        empty = array("H", bytes(2 * len(names)))
+        for field in ("list", "placement", "geop"):
+            self._coded[field].extend(empty)
+        self._reasons.extend([_NO_REASONS] * len(names))
+        self._texts.extend([None] * len(names))
+        self._rendered.extend(array("I", bytes(4 * len(names))))
+
+    def column(self, field: str) -> list:
+        """One field of every row, in row order ("name", "op" or a coded field)."""
+        if field == "name":
+            return list(self._names)
+        if field == "op":
+            return list(self._ops)
+        vocab = self._vocab
+        return [vocab[code] for code in self._coded[field]]
+
+    def count_differing(self, first: str, second: str) -> int:
+        """How many rows hold different values in two coded fields."""
+        return sum(a != b for a, b in zip(self._coded[first], self._coded[second]))
+
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return 0
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self._vocab)
+            if code > 0xFFFF:
+                raise ValueError("a report holds at most 65,535 distinct list, dtype, placement and GeOp values")
+            self._vocab.append(value)
+        return code
+
+    def _value(self, field: str, row: int):
+        return self._vocab[self._coded[field][row]]
+
+    # -------------------------------------------------------- reasons
+    def _count(self, row: int) -> int:
+        held = self._reasons[row]
+        return len(held) if isinstance(held, (list, tuple)) else 1
+
+    def _list(self, row: int) -> list:
+        held = self._reasons[row]
+        if isinstance(held, list):
+            return held
+        self._reasons[row] = held = [] if held is _NO_REASONS else [held]
+        return held
+
+    def add_reason(self, row: int, reason: "Reason | str") -> None:
+        held = self._reasons[row]
+        if held is _NO_REASONS:
+            self._reasons[row] = reason
+        elif isinstance(held, list):
+            held.append(reason)
+        else:
+            self._reasons[row] = [held, reason]
+
+    def reason(self, row: int) -> str:
+        text = self._texts[row]
+        if text is not None and not isinstance(text, str):
+            self._texts[row] = text = str(text)
+        if self._rendered[row] < self._count(row):
+            reasons = self._list(row)
+            for index in range(self._rendered[row], len(reasons)):
+                value = reasons[index]
+                if not isinstance(value, Reason):
+                    value = reasons[index] = as_reason(value)
+                part = value.text()
+                text = f"{text}; {part}" if text else part
+            self._texts[row], self._rendered[row] = text, len(reasons)
+        return text or ""
+
+    def set_reason(self, row: int, text: str) -> None:
+        self._texts[row], self._rendered[row] = text, self._count(row)
+
+    def reasons(self, row: int) -> "list[Reason]":
+        if self._reasons[row] is _NO_REASONS:
+            return []
+        reasons = self._list(row)
+        for index, value in enumerate(reasons):
+            if not isinstance(value, Reason):
+                reasons[index] = as_reason(value)
+        return reasons
+
+
+def _coded_property(field: str) -> property:
+    def get(self):
+        return self._table._vocab[self._table._coded[field][self._row]]
+
+    def put(self, value):
+        self._table._coded[field][self._row] = self._table._code(value)
+
+    return property(get, put, doc=f"The record's {field} (None when unset).")
+
+
+class NodeDecision:
+    """What the pipeline decided for one node of the input graph, and why: a handle on a row of a
+    `Decisions` table.
+
+    Passes add reasons as values; `reason`, the text people read, is rendered from them only when
+    it is read (a report nobody reads or writes formats no sentence).
+    """
+
+    __slots__ = ("_table", "_row")
+    _FIELDS = FIELDS
+
+    def __init__(self, name: str, op: str, list: str | None = None, dtype_before: str | None = None,  # noqa: A002
+                 dtype_after: str | None = None, placement: str | None = None, geop: str | None = None,
+                 reason: str = "", reasons: "list[Reason | str] | None" = None):
+        table = Decisions()
+        held = None
+        if reasons:
+            held = reasons[0] if len(reasons) == 1 else [*reasons]
+        self._table = table
+        self._row = table.add(name, op, list, dtype_before, dtype_after, placement, geop,
+                              text=reason or None, reasons=held)
+        if reason:
+            table._rendered[self._row] = table._count(self._row)
+
+    @classmethod
+    def _at(cls, table: Decisions, row: int) -> "NodeDecision":
+        handle = object.__new__(cls)
+        handle._table, handle._row = table, row
+        return handle
+
+    list = _coded_property("list")                  # white | black | gray | None (not a float compute op)
+    dtype_before = _coded_property("dtype_before")
+    dtype_after = _coded_property("dtype_after")
+    placement = _coded_property("placement")        # device | host
+    geop = _coded_property("geop")                  # the GeOp call node that runs it
+
+    @property
+    def name(self) -> str:
+        return self._table._names[self._row]
+
+    @property
+    def op(self) -> str:
+        return self._table._ops[self._row]
+
+    @op.setter
+    def op(self, value: str) -> None:
+        self._table._ops[self._row] = value
+
+    def add_reason(self, reason: "Reason | str") -> None:
+        """Record why: a Reason, or text from passes that give text (kept as given until read)."""
+        self._table.add_reason(self._row, reason)
+
+    @property
+    def reason(self) -> str:
+        """The text of the reasons, for people ("; " between them)."""
+        return self._table.reason(self._row)
+
+    @reason.setter
+    def reason(self, text: str) -> None:
+        self._table.set_reason(self._row, text)
+
+    @property
+    def reasons(self) -> "list[Reason]":
+        """The Reason values, in the order passes gave them (text a pass gave is a "text" Reason)."""
+        return self._table.reasons(self._row)
+
+    def host_reason(self) -> "Reason | None":
+        """The first placement reason, if the node was kept on the host."""
+        return next((r for r in self.reasons if r.is_host), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        fields = {key: getattr(self, key) for key in FIELDS if key != "reasons"}
+        fields["reasons"] = [r.to_dict() for r in self.reasons]
+        return fields
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, NodeDecision):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # mutable
+
+    def __repr__(self) -> str:
+        return "NodeDecision(" + ", ".join(f"{key}={getattr(self, key)!r}" for key in FIELDS) + ")"

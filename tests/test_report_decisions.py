@@ -1,0 +1,59 @@
+"""The report's decision records as columns: handles read and write rows, and nothing is lost on the way."""
+
+import pytest
+
+from npu_sim_bridge.graph.names import TensorRef
+from npu_sim_bridge.report import reasons
+from npu_sim_bridge.report.decisions import Decisions, InsertedText, NodeDecision
+from npu_sim_bridge.report.model import Report
+
+
+def test_a_record_stored_in_a_report_moves_there_and_its_handle_follows():
+    report = Report("g")
+    report.nodes["relu"] = made = NodeDecision("relu", "Relu", "gray", "float32", "float32",
+                                               reasons=["gray: follows conv"])
+    made.placement, made.dtype_after = "device", "float16"  # the handle now writes the report's row
+    made.add_reason(reasons.host("scoped"))
+    stored = report.nodes["relu"]
+    assert stored == made and stored.placement == "device" and stored.dtype_after == "float16"
+    assert stored.reason == "gray: follows conv; host: in without_npu_compile_scope"
+    assert report.summary["placements"] == {"device": 1} and report.summary["dtype_changes"] == 1
+
+
+def test_rows_keep_their_order_and_fields_through_the_mapping():
+    records = Decisions()
+    records.extend(["a", "b"], ["Placeholder", "MatMul"], ["float32", None])
+    row = records.add("c", "Cast", dtype_before="float32", dtype_after="float16")
+    assert row == 2 and list(records) == ["a", "b", "c"] and len(records) == 3
+    assert records.column("dtype_before") == ["float32", None, "float32"]
+    assert records.count_differing("dtype_before", "dtype_after") == 1
+    records["b"].geop = "GeOp0_0"
+    assert [d.geop for d in records.values()] == [None, "GeOp0_0", None]
+    assert [name for name, _ in records.items()] == ["a", "b", "c"]
+    assert records.get("missing") is None and "missing" not in records
+    with pytest.raises(KeyError):
+        records["missing"]
+
+
+def test_a_name_is_recorded_once_and_only_records_are_stored():
+    records = Decisions()
+    records.extend(["a"], ["Relu"], [None])
+    with pytest.raises(ValueError, match="each node once"):
+        records.extend(["a"], ["Relu"], [None])
+    with pytest.raises(ValueError, match="is named 'b'"):
+        records["a"] = NodeDecision("b", "Relu")
+    with pytest.raises(TypeError, match="NodeDecision values"):
+        records["a"] = {"name": "a"}
+
+
+def test_an_inserted_node_reads_its_sentence_only_when_asked():
+    records = Decisions()
+    source = TensorRef("mm", 0)
+    records.add("mm/NpuSimCast_0_float16", "Cast", dtype_before="float32", dtype_after="float16",
+                text=InsertedText("precision", "Cast", source))
+    assert not isinstance(records._texts[0], str), "no sentence is formatted before it is read"
+    decision = records["mm/NpuSimCast_0_float16"]
+    assert decision.reason == "inserted by precision: Cast of mm" and decision.reasons == []
+    decision.add_reason("more")
+    assert decision.reason == "inserted by precision: Cast of mm; more"
+    assert decision.to_dict()["reasons"] == [{"code": "text", "text": "more"}]
