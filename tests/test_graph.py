@@ -10,6 +10,7 @@ from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import GraphView, TensorRef, parse_input, topological_order, validate_graph
+from npu_sim_bridge.graph.view import edges
 
 
 def _graph(text):
@@ -46,6 +47,21 @@ def test_consumer_index_follows_mutations():
     assert view.consumers("a") == ["d"]
     with pytest.raises(GraphValidationError, match="still read by b, c"):
         view.remove_node("d")
+
+
+def test_the_consumer_index_holds_a_lone_consumer_as_its_name():
+    view = GraphView(_graph(CHAIN))
+    index = view.consumer_index()
+    assert index["a"] == ["b", "c"] and index["b"] == ["c", "c"]
+    view.remove_input("c", 2)  # ^b: one edge from b is left, held as the name
+    assert index["b"] == "c" and list(edges(index["b"])) == ["c"]
+    view.add_node(node_def_pb2.NodeDef(name="d", op="Identity", input=["c"]))
+    assert index["c"] == "d" and view.consumers("c") == ["d"]
+    view.add_input("b", "^c")  # a second edge: a list again
+    assert sorted(index["c"]) == ["b", "d"]
+    view.set_input("c", 0, "a")  # b's last edge goes: no entry
+    assert "b" not in index and view.consumers("b") == []
+    validate_graph(view)
 
 
 def test_a_consumer_reading_a_producer_twice_stays_a_consumer_until_both_edges_go():

@@ -306,8 +306,8 @@ def test_the_shim_says_which_graphs_do_not_run_forward():
     _node(forward, "next", "NextIteration", "loop")  # a back edge: it does not count
     columns = _shim_columns(forward)
     assert columns[7] is True
-    assert columns[8]() == {"a": ["b", "c", "loop"], "b": ["c", "c"], "missing": ["c"],
-                            "next": ["loop"], "loop": ["next"]}  # a consumer once per edge
+    assert columns[8]() == {"a": ["b", "c", "loop"], "b": ["c", "c"], "missing": "c",
+                            "next": "loop", "loop": "next"}  # a consumer once per edge; a lone one as its name
     backward = graph_pb2.GraphDef()
     backward.CopyFrom(forward)
     backward.node[0].input.append("^b")  # a reads b, which comes later

@@ -18,7 +18,7 @@ from tensorflow.core.framework import attr_value_pb2, function_pb2, node_def_pb2
 from npu_sim_bridge.errors import GraphValidationError, UnsupportedGraphError
 from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, parse_input
 from npu_sim_bridge.graph.ports import Port, input_ports, is_stateful, output_ports
-from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.graph.view import GraphView, edges
 
 NOINLINE_ATTR = "_noinline"
 NOSPECIALIZE_ATTR = "_nospecialize"
@@ -98,7 +98,7 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     control_users: list[str] = []
     control_members: set[str] = set()    # members an outside node waits on
     consumer_index = view.consumer_index()
-    outside_users = sorted({user for name in member_order for user in consumer_index.get(name, ())} - member_set)
+    outside_users = sorted({user for name in member_order for user in edges(consumer_index.get(name, ()))} - member_set)
     for user in outside_users:
         for index, text in enumerate(view.input_texts(user)):
             ref = parse_input(text)

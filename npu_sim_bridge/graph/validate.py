@@ -16,6 +16,7 @@ from tensorflow.core.framework import graph_pb2
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
+from npu_sim_bridge.graph.view import edges
 
 # Edges out of these ops close the loops of v1 while frames; they are the only legal cycles.
 BACK_EDGE_OPS = NEXT_ITERATION_OPS
@@ -88,20 +89,20 @@ def _order_view(view) -> tuple[list[str], list[str]]:
         where = position.get(producer)
         if where is None or not consumers or records[where][1] in BACK_EDGE_OPS:
             continue
-        users[where] = [position[consumer] for consumer in consumers]  # one per edge, as pending counts
+        users[where] = [position[consumer] for consumer in edges(consumers)]  # one per edge, as pending counts
     counts = Counter(itertools.chain.from_iterable(users))  # edges into each node, counted in C
     pending = [counts.get(index, 0) for index in range(len(records))]
     return _kahn(records, pending, users)
 
 
-def _runs_forward(records: Records, position: dict[str, int], consumers: dict[str, list[str]]) -> bool:
+def _runs_forward(records: Records, position: dict[str, int], consumers: "dict[str, str | list[str]]") -> bool:
     """Whether each edge (loop back edges aside) goes from a node to one later in GraphDef order."""
     at = position.__getitem__
     for producer, users in consumers.items():
         where = position.get(producer)
         if where is None or not users or records[where][1] in BACK_EDGE_OPS:
             continue
-        if min(map(at, users)) <= where:
+        if (at(users) if users.__class__ is str else min(map(at, users))) <= where:
             return False
     return True
 
@@ -122,7 +123,7 @@ def topological_order(graph: GraphLike) -> list[str]:
         if remembered is not None:
             return remembered
         ranks = graph.ranks
-        if ranks is not None and not graph.touched and len(ranks) == len(graph):
+        if ranks is not None and not graph.touched and None not in ranks.values():
             order, stuck = sorted(graph.names(), key=ranks.__getitem__), []
         else:
             order, stuck = _order_view(graph)
@@ -176,7 +177,7 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     touched, view.touched = view.touched, set()
     if view.ranks is not None and _extend_ranks(view, touched, where, allow_external):
         return
-    view.ranks = None
+    view.set_ranks(None)
     if "" in view:
         raise GraphValidationError(f"{where}: a node of op {view.node('').op!r} has no name")
     consumers = view.consumer_index()
@@ -184,7 +185,7 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
                if users and producer not in view and producer not in allow_external]
     if missing:
         dangling = [f"{user} <- {producer}" for producer in sorted(missing)
-                    for user in sorted(set(consumers[producer]))]
+                    for user in sorted(set(edges(consumers[producer])))]
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
     order = view.remembered_order()  # a topological order of the graph as it is: it has no cycle
     if order is None:
@@ -192,7 +193,7 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
         if stuck:
             raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")
         view.remember_order(order)
-    view.ranks = dict(zip(order, map(float, range(len(order)))))
+    view.set_ranks(order)
 
 
 _RANK_STEP = 1.0 / 1024  # a new node sits this far above its highest input (chains of casts stay below 1)
@@ -219,12 +220,12 @@ def _extend_ranks(view, touched: set[str], where: str, allow_external: frozenset
             elif node.op not in BACK_EDGE_OPS:
                 producers.append(producer)
         ordered[name] = producers
-    unranked = [name for name in ordered if name not in ranks]
+    unranked = [name for name in ordered if ranks[name] is None]
     while unranked:  # new nodes that read new nodes get their rank once their inputs have one
         waiting = []
         for name in unranked:
             producers = ordered[name]
-            if any(producer not in ranks for producer in producers):
+            if any(ranks[producer] is None for producer in producers):
                 waiting.append(name)
             else:
                 ranks[name] = max((ranks[producer] for producer in producers), default=-1.0) + _RANK_STEP

@@ -9,8 +9,7 @@ An open `EditJournal` records what the mutators do (a later pass asks what an ea
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
@@ -18,6 +17,12 @@ from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import control_hubs
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
 from npu_sim_bridge.graph.table import NodeTable, names_and_inputs
+
+
+def edges(held: "str | list[str]") -> "Sequence[str]":
+    """The consumers a consumer-index value stands for, one per edge: the index holds a producer's lone
+    consumer as its name (most producers have one: a list each was a tenth of a rewrite's peak memory)."""
+    return (held,) if held.__class__ is str else held
 
 
 class EditJournal:
@@ -45,9 +50,9 @@ class GraphView:
         `table`: the GraphDef's node columns, when the caller has them (the index is built from them)."""
         self._graph_def = graph_def
         self._removed: set[str] = set()
-        # Validation state: a topological rank per node from the last full check, and the nodes added
-        # or given new inputs since (see graph.validate); only the mutators below update them.
-        self.ranks: dict[str, float] | None = None
+        # Validation state: a topological rank per node from the last full check (see `ranks`), and the
+        # nodes added or given new inputs since (see graph.validate); only the mutators below update them.
+        self._ranked = False
         self.touched: set[str] = set()
         self._journal: EditJournal | None = None
         self._edits = 0  # mutations so far: a remembered topological order holds while this stays
@@ -102,11 +107,12 @@ class GraphView:
         """
         return [(name, self._nodes[name].op, self._inputs[name]) for name in self._order]
 
-    def consumer_index(self) -> dict[str, list[str]]:
+    def consumer_index(self) -> "dict[str, str | list[str]]":
         """producer name -> its consumers' names, one per edge (a consumer reading the producer twice is
-        there twice; no order to rely on); read-only, kept current by the mutators.
+        there twice; no order to rely on): a list, or the name of a lone consumer (read values through
+        `edges`); read-only, kept current by the mutators.
 
-        A list per producer, not a count per consumer: most producers have one or two consumers, and a
+        Names per producer, not a count per consumer: most producers have one or two consumers, and a
         dict each was the largest part of the view (a third of it on BERT)."""
         return self._consumers
 
@@ -136,7 +142,7 @@ class GraphView:
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
-        return sorted(set(self._consumers.get(name, ())))
+        return sorted(set(edges(self._consumers.get(name, ()))))
 
     def data_consumers(self, ref: TensorRef) -> list[tuple[str, int]]:
         """(consumer name, input index) for every data edge reading tensor `ref`."""
@@ -155,6 +161,22 @@ class GraphView:
         while f"{base}_{suffix}" in self._nodes or f"{base}_{suffix}" in self._removed:
             suffix += 1
         return f"{base}_{suffix}"
+
+    @property
+    def ranks(self) -> "dict[str, float | None] | None":
+        """Validation's topological rank of each live node (None for a node added since), or None when
+        validation has set none: the order index's values, so that no other dict is kept per node
+        (validation writes ranks there; see `set_ranks`)."""
+        return self._order if self._ranked else None
+
+    def set_ranks(self, order: list[str] | None) -> None:
+        """Rank the live nodes by their place in `order`, a topological order of all of them; None forgets
+        the ranks."""
+        self._ranked = order is not None
+        if order is not None:
+            if len(order) != len(self._order):
+                raise ValueError(f"ranks for {len(order)} of the view's {len(self._order)} nodes")
+            self._order.update(zip(order, map(float, range(len(order)))))
 
     def remember_order(self, order: list[str]) -> None:
         """Keep a topological order of the graph as it is now (validation computes one anyway)."""
@@ -206,8 +228,6 @@ class GraphView:
         self._inputs[name] = inputs = list(stored.input) if inputs is None else list(inputs)
         self._order[name] = None
         self.touched.add(name)
-        if self.ranks is not None:
-            self.ranks.pop(name, None)
         for text in inputs:
             self._link(parse_input(text).node, name)
         return stored
@@ -228,8 +248,6 @@ class GraphView:
         self._consumers.pop(name, None)
         self._removed.add(name)
         self.touched.discard(name)
-        if self.ranks is not None:
-            self.ranks.pop(name, None)
 
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
         self._edits += 1
@@ -289,11 +307,10 @@ class GraphView:
         self._edits += 1
         gone = dict.fromkeys(names)
         for name in gone:
-            outside = {user for user in self._consumers.get(name, ()) if user not in gone}
+            outside = {user for user in edges(self._consumers.get(name, ())) if user not in gone}
             if outside:
                 raise GraphValidationError(
                     f"cannot remove node {name!r}: still read by {', '.join(sorted(outside)[:5])}")
-        ranks = self.ranks
         if self._journal is not None:
             self._journal.removed.update(gone)
         for name in gone:
@@ -306,8 +323,6 @@ class GraphView:
             self._consumers.pop(name, None)
             self._removed.add(name)
             self.touched.discard(name)
-            if ranks is not None:
-                ranks.pop(name, None)
 
     def compact(self) -> None:
         """Drop removed nodes from the GraphDef (the live nodes keep their place and their index entries)."""
@@ -355,12 +370,18 @@ class GraphView:
         elif given_consumers is not None:
             consumers = given_consumers()
         if consumers is None:
-            consumers = defaultdict(list)
+            consumers = {}
+            held = consumers.get
             for name, node_inputs in self._inputs.items():  # _link inlined: this loop sees every edge
                 for text in node_inputs:
-                    consumers[parse_input(text).node].append(name)
-        else:
-            consumers = defaultdict(list, consumers)
+                    producer = parse_input(text).node
+                    users = held(producer)
+                    if users is None:
+                        consumers[producer] = name
+                    elif users.__class__ is str:
+                        consumers[producer] = [users, name]
+                    else:
+                        users.append(name)
         self._consumers = consumers
 
     def _gather(self, hubs: list[control_hubs.Hub]) -> None:
@@ -381,11 +402,13 @@ class GraphView:
         self._order = order
         for hub in hubs:
             count = len(hub.inputs)
+            mark = "^" + hub.name  # one str for all its readers' lists
             for reader, start in zip(hub.readers, hub.starts):
                 node, texts = self._nodes[reader], self._inputs[reader]
                 del node.input[start:start + count]
-                node.input.append("^" + hub.name)
-                self._inputs[reader] = texts[:start] + texts[start + count:] + ["^" + hub.name]
+                node.input.append(mark)
+                del texts[start:start + count]
+                texts.append(mark)
             stored = self._graph_def.node.add()
             stored.CopyFrom(hub.node(self._nodes[hub.readers[0]].device))
             self._nodes[hub.name] = stored
@@ -393,10 +416,23 @@ class GraphView:
         self.hubs = hubs
 
     def _link(self, producer: str, consumer: str) -> None:
-        self._consumers[producer].append(consumer)
+        users = self._consumers.get(producer)
+        if users is None:
+            self._consumers[producer] = consumer
+        elif users.__class__ is str:
+            self._consumers[producer] = [users, consumer]
+        else:
+            users.append(consumer)
 
     def _unlink(self, producer: str, consumer: str) -> None:
         """Take one edge from `producer` to `consumer` out of the index."""
-        edges = self._consumers.get(producer)
-        if edges and consumer in edges:
-            edges.remove(consumer)
+        users = self._consumers.get(producer)
+        if users is None:
+            return
+        if users.__class__ is str:
+            if users == consumer:
+                del self._consumers[producer]
+        elif consumer in users:
+            users.remove(consumer)
+            if len(users) == 1:
+                self._consumers[producer] = users[0]

@@ -424,9 +424,9 @@ std::string_view ProducerOf(std::string_view text) {
   return text.substr(0, colon);
 }
 
-// consumers() -> {producer: [consumer per edge]}, as GraphView indexes the graph: producers in the
-// order their first edge comes (a missing producer by the name the input gives), consumers in GraphDef
-// order, once per edge.
+// consumers() -> {producer: consumers}, as GraphView indexes the graph: producers in the order their
+// first edge comes (a missing producer by the name the input gives); its consumers in GraphDef order,
+// once per edge, as a list, or as the consumer's name where there is one edge.
 PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
   GraphHandle* handle = LiveGraph(self, "consumers");
   if (handle == nullptr) return nullptr;
@@ -444,13 +444,19 @@ PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
       if (at < 0 && !missing) return nullptr;
       PyObject* key = at >= 0 ? PyList_GET_ITEM(handle->names, at) : missing.get();  // borrowed
       PyObject* users = PyDict_GetItemWithError(consumers.get(), key);  // borrowed
-      if (users == nullptr) {
-        if (PyErr_Occurred()) return nullptr;
-        PyRef made(PyList_New(0));
-        if (!made || PyDict_SetItem(consumers.get(), key, made.get()) != 0) return nullptr;
-        users = made.get();
+      if (users == nullptr) {  // a lone consumer is held as its name
+        if (PyErr_Occurred() || PyDict_SetItem(consumers.get(), key, name) != 0) return nullptr;
+      } else if (PyUnicode_CheckExact(users)) {
+        PyRef both(PyList_New(2));
+        if (!both) return nullptr;
+        Py_INCREF(users);
+        PyList_SET_ITEM(both.get(), 0, users);
+        Py_INCREF(name);
+        PyList_SET_ITEM(both.get(), 1, name);
+        if (PyDict_SetItem(consumers.get(), key, both.get()) != 0) return nullptr;
+      } else if (PyList_Append(users, name) != 0) {
+        return nullptr;
       }
-      if (PyList_Append(users, name) != 0) return nullptr;
     }
   }
   Py_INCREF(consumers.get());
@@ -458,7 +464,7 @@ PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
 }
 
 PyMethodDef kConsumersDef = {"consumers", Consumers, METH_NOARGS,
-                             "{producer: [consumer per edge]} of the graph (graph/view.py)"};
+                             "{producer: consumer name, or [consumer per edge]} of the graph (graph/view.py)"};
 
 // The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
 // (names, ops, inputs (a list of input strings per node), main dtypes, nodes without the stamp,

@@ -29,7 +29,7 @@ from __future__ import annotations
 from npu_sim_bridge.graph.names import CONTROL_PORT, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.validate import topological_order
-from npu_sim_bridge.graph.view import EditJournal, GraphView
+from npu_sim_bridge.graph.view import EditJournal, GraphView, edges
 from npu_sim_bridge.passes.partition.cluster import READ_REF, EdgeKinds, Proposal
 
 _MAX_CHAIN = 16
@@ -99,7 +99,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             return None
         producer = found[0]
         unit = unit_of.get(producer)
-        users = consumers.get(name)
+        users = edges(consumers.get(name, ()))
         if unit is None or not users:
             return None
         for user in users:

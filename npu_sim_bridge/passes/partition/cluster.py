@@ -31,7 +31,7 @@ from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
-from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.graph.view import GraphView, edges
 from npu_sim_bridge.native.build import shim_function
 from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, SWITCH_OPS, makes_passable_variant
 from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
@@ -167,7 +167,7 @@ class _Units:
             source = unit_of.get(producer)
             if source is None or not users or producer in back_edge_sources:
                 continue
-            targets = {unit_of[user] for user in users}  # the sets are built in C
+            targets = {unit_of[user] for user in edges(users)}  # the sets are built in C
             targets.discard(source)
             succ[source] |= targets
             for target in targets:
@@ -186,6 +186,7 @@ class _Units:
             users = consumers.get(name)
             if not users or name in back_edge_sources:
                 continue
+            users = edges(users)
             targets = sorted(set(map(unit_at, users)))  # one per edge in the index: a unit once
             if name in users:  # as in _links, a unit is not its own successor
                 targets.remove(source)
