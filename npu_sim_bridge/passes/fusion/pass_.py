@@ -20,7 +20,6 @@ from npu_sim_bridge.passes.fusion.switch import load_switch
 from npu_sim_bridge.passes.fusion.unfuse import remapped_nodes, unfuse
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
 
-FUSED_CACHE = "fusion/fused"  # {fused node: [rule names]} for the passes after this one
 ABSORBED_CACHE = "fusion/absorbed"  # {node a rule fused away: the node it was fused into}
 
 REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) in a way the simulator cannot take "
@@ -53,7 +52,6 @@ class FusionPass(GraphPass):
 
         if report.rerun:  # a node carries the pipeline's stamp: an earlier run fused this graph
             existing = Counter(rule for node in view.nodes() for rule in fusion_rules(node))
-            ctx.cache[FUSED_CACHE] = {node.name: fusion_rules(node) for node in view.nodes() if fusion_rules(node)}
             stats.update(already_processed=True, fused=dict(existing))
             return PassResult(changed=bool(unfused), stats=stats)
 
@@ -90,7 +88,6 @@ class FusionPass(GraphPass):
                 fired[rule.name] += 1
                 ops = None
                 self._report(ctx, fused, rule, match)
-        ctx.cache[FUSED_CACHE] = {node.name: fusion_rules(node) for node in view.nodes() if fusion_rules(node)}
         stats.update(fused=dict(fired), switched_off=dict(off), not_fired=dict(refused))
         return PassResult(changed=bool(fired), stats=stats)
 
