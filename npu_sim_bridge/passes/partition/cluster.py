@@ -134,8 +134,8 @@ class _Units:
         # For edges_across: a segment boundary may not cut data edges, nor control edges when the
         # graph has v1 conds (a control edge is tied only through a cond guard).
         self._names = order
-        self._back_edge_sources = back_edge_sources
-        self._with_control = any(op in SWITCH_OPS for _, op, _ in records)
+        self.back_edge_sources = back_edge_sources  # the NextIteration nodes: their edges run back
+        self.has_switch = any(op in SWITCH_OPS for _, op, _ in records)  # a v1 cond somewhere
         self.order, self.stuck = self._topological()
 
     def edges_across(self, view: GraphView, segment: Sequence[int]) -> list[tuple[str, int, str, int, int]]:
@@ -143,7 +143,7 @@ class _Units:
         boundary may not cut, as plain (producer, port, consumer, source unit, target unit) tuples
         (the fields of _Edge), in node order then input order: the order of the violations. Read from
         the view each round, not kept (the rounds do not edit the graph)."""
-        unit_of, back_edge_sources, skip_control = self.of, self._back_edge_sources, not self._with_control
+        unit_of, back_edge_sources, skip_control = self.of, self.back_edge_sources, not self.has_switch
         found = []
         for name in self._names:
             target = unit_of[name]

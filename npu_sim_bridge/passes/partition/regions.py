@@ -11,7 +11,7 @@ one region. A region that holds a host op stays whole on the host.
 from __future__ import annotations
 
 from npu_sim_bridge.graph.names import parse_input
-from npu_sim_bridge.graph.op_categories import MERGE_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS, SWITCH_OPS
+from npu_sim_bridge.graph.op_categories import MERGE_OPS, SWITCH_OPS
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
@@ -30,8 +30,9 @@ def branch_guards(view: GraphView, units):
     Returns a function (producer node, port) -> frozenset. A Merge's output depends on what all
     its data inputs share; a Switch adds itself; a frame unit's outputs carry what enters it.
     """
-    if not any(view.node(name).op in SWITCH_OPS for names in units.nodes for name in names):
+    if not units.has_switch:
         return no_guards
+    back_edge_sources = units.back_edge_sources
     unit_guard: dict[int, frozenset] = {}
     switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
 
@@ -49,8 +50,8 @@ def branch_guards(view: GraphView, units):
             for name in nodes:
                 for text in view.node(name).input:
                     ref = parse_input(text)
-                    producer = view.get(ref.node)
-                    if producer is None or producer.op in BACK_EDGE_OPS or units.of[ref.node] == unit:
+                    if (ref.node not in view or ref.node in back_edge_sources
+                            or units.of[ref.node] == unit):
                         continue
                     entering = entering | tensor_guard(ref.node, ref.port)
             unit_guard[unit] = entering
@@ -60,7 +61,7 @@ def branch_guards(view: GraphView, units):
         control = _EMPTY
         for text in node.input:
             ref = parse_input(text)
-            if ref.node not in units.of or view.node(ref.node).op in BACK_EDGE_OPS:
+            if ref.node not in units.of or ref.node in back_edge_sources:
                 continue
             guard = tensor_guard(ref.node, ref.port)
             if ref.is_control:
@@ -106,7 +107,7 @@ def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
             switches = set()
             for text in node.input:
                 ref = parse_input(text)
-                if ref.is_control or ref.node not in units.of or view.node(ref.node).op in BACK_EDGE_OPS:
+                if ref.is_control or ref.node not in units.of or ref.node in units.back_edge_sources:
                     continue
                 switches.update(switch for switch, _ in tensor_guard(ref.node, ref.port))
         else:
