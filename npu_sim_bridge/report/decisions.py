@@ -46,7 +46,7 @@ class Decisions(Mapping):
         self._ops: list[str] = []
         self._vocab: list[str | None] = [None]   # code -> value; code 0 is None
         self._codes: dict[str, int] = {}
-        self._coded = {field: array("H") for field in _CODED}
+        self._coded = {field: array("I") for field in _CODED}
         # As passes gave them: none (the empty tuple), the one reason, or a list of two or more.
         self._reasons: list = []
         # The text of the first `_rendered[row]` reasons, or text set directly (a str, an
@@ -125,10 +125,10 @@ class Decisions(Mapping):
             raise ValueError("a report records each node once: the names repeat or are recorded already")
         self._names.extend(names)
         self._ops.extend(ops)
-        codes = array("H", map(self._code, dtypes))
+        codes = array("I", map(self._code, dtypes))
         self._coded["dtype_before"].extend(codes)
         self._coded["dtype_after"].extend(codes)
-        empty = array("H", bytes(2 * len(names)))
+        empty = array("I", bytes(4 * len(names)))
         for field in ("list", "placement", "geop"):
             self._coded[field].extend(empty)
         self._reasons.extend([_NO_REASONS] * len(names))
@@ -154,8 +154,6 @@ class Decisions(Mapping):
         code = self._codes.get(value)
         if code is None:
             code = self._codes[value] = len(self._vocab)
-            if code > 0xFFFF:
-                raise ValueError("a report holds at most 65,535 distinct list, dtype, placement and GeOp values")
             self._vocab.append(value)
         return code
 
