@@ -52,3 +52,23 @@ def _temporary_files_under_pytest(tmp_path_factory):
 def fresh_reports():
     npu_sim_bridge.clear_reports()
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _view_ops_match_their_nodedefs():
+    """Every view the tests build checks, when it hands its graph over, that the ops it keeps per node
+    are the NodeDefs' (a pass that set an op on a NodeDef instead of through `set_op` would leave the
+    index stale and every later decision on that node wrong)."""
+    from npu_sim_bridge.graph.view import GraphView
+
+    handed_over = GraphView.to_graph_def
+
+    def checked(self):
+        graph_def = handed_over(self)
+        stale = [(node.name, self.op(node.name), node.op) for node in graph_def.node if self.op(node.name) != node.op]
+        assert not stale, f"the view's ops differ from the NodeDefs' (name, index, NodeDef): {stale[:5]}"
+        return graph_def
+
+    GraphView.to_graph_def = checked
+    yield
+    GraphView.to_graph_def = handed_over

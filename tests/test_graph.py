@@ -103,6 +103,23 @@ def test_remove_and_compact_keep_indexes_consistent():
     assert view.unique_name("b") == "b" and view.unique_name("a") == "a_1"
 
 
+def test_names_find_their_nodes_before_and_after_compact():
+    """The view finds a node by its place in the GraphDef: places stay right while removed nodes
+    wait for compact, for nodes added meanwhile, and after compact moves the rest up."""
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Identity" input: "c" }\n'))
+    view.set_input("d", 0, "a")
+    view.remove_node("c")
+    view.add_node(node_def_pb2.NodeDef(name="e", op="Identity", input=["d"]))
+    for when in ("before compact", "after compact"):
+        assert [(name, node.name) for name, node in view.named_nodes()] == [
+            ("a", "a"), ("b", "b"), ("d", "d"), ("e", "e")], when
+        assert [view.node(name).op for name in ("a", "b", "d", "e")] == [
+            "Placeholder", "Relu", "Identity", "Identity"], when
+        assert view.get("c") is None and view.records()[-1][:2] == ("e", "Identity"), when
+        view.compact()
+    assert [node.name for node in view.to_graph_def().node] == ["a", "b", "d", "e"]
+
+
 def test_remove_nodes_takes_a_set_that_reads_itself():
     view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Identity" input: "c" }\n'))
     with pytest.raises(GraphValidationError, match="'c': still read by d"):

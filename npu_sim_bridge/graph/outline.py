@@ -70,7 +70,20 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         raise GraphValidationError(f"cannot outline into function {function_name!r}: the library already has it")
     member_rank = {name: rank for rank, name in enumerate(member_order)}
     keep = [name for name in member_order if name in set(keep_names)]
-    outputs_of = {name: output_ports(view.node(name), library) for name in member_order}
+    outputs_of: dict[str, list[Port]] = {}
+    stateful_ops: dict[str, bool] = {}  # statefulness is the op's (or the called function's)
+    stateful_members = set()
+    devices: Counter = Counter()
+    for name in member_order:  # one read of each member (the view builds a NodeDef wrapper at each)
+        node = view.node(name)
+        outputs_of[name] = output_ports(node, library)
+        op = node.op
+        stateful_op = stateful_ops.get(op)
+        if stateful_op is None:
+            stateful_op = stateful_ops[op] = is_stateful(node, library)
+        if stateful_op:
+            stateful_members.add(name)
+        devices[node.device] += 1
 
     # --- what crosses the boundary ------------------------------------------------------------
     arg_of: dict[TensorRef, str] = {}
@@ -117,16 +130,6 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         for port in range(len(outputs_of[name])):
             returned.setdefault(TensorRef(name, port), len(returned))
 
-    stateful_ops: dict[str, bool] = {}  # statefulness is the op's (or the called function's)
-    stateful_members = set()
-    for name in member_order:
-        node = view.node(name)
-        op = node.op
-        stateful_op = stateful_ops.get(op)
-        if stateful_op is None:
-            stateful_op = stateful_ops[op] = is_stateful(node, library)
-        if stateful_op:
-            stateful_members.add(name)
     stateful = bool(stateful_members)
     control_rets = [name for name in member_order
                     if name in stateful_members or name in control_members
@@ -134,7 +137,6 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
 
     # --- the call node ------------------------------------------------------------------------
     if device is None:
-        devices = Counter(view.node(name).device for name in member_order)
         device = devices.most_common(1)[0][0] if devices else ""
     call = node_def_pb2.NodeDef(name=call_name, op="StatefulPartitionedCall" if stateful else "PartitionedCall",
                                 device=device)

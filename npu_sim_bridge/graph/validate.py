@@ -213,11 +213,10 @@ def _extend_ranks(view, touched: set[str], where: str, allow_external: frozenset
             continue
         producers = []
         for producer in view.producers(name):
-            node = view.get(producer)
-            if node is None:
+            if producer not in view:
                 if producer not in allow_external:
                     raise GraphValidationError(f"{where}: inputs name missing nodes: {name} <- {producer}")
-            elif node.op not in BACK_EDGE_OPS:
+            elif view.op(producer) not in BACK_EDGE_OPS:
                 producers.append(producer)
         ordered[name] = producers
     unranked = [name for name in ordered if ranks[name] is None]

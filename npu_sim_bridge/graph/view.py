@@ -1,14 +1,20 @@
 """GraphView: a GraphDef with name and consumer indexes that every pass shares and mutates.
 
-All mutation goes through the view's methods so the indexes never drift from the GraphDef:
-`add_node`, `remove_node`, `set_input`, `add_input`, `remove_input` and `replace_uses`.
-`remove_nodes` removes a set of nodes at once. Removed nodes are dropped from the GraphDef in one
-sweep by `compact()` (called by `to_graph_def`); the live nodes' NodeDefs stay where they are.
+All mutation of names, edges and ops goes through the view's methods so the indexes never drift
+from the GraphDef: `add_node`, `remove_node`, `set_op`, `set_input`, `add_input`, `remove_input` and
+`replace_uses` (other fields a pass may set on the NodeDef `node()` returns). `remove_nodes` removes a
+set of nodes at once. Removed nodes are dropped from the GraphDef in one sweep by `compact()` (called
+by `to_graph_def`), which gives the live nodes their new places.
+
+The index holds per node its place in the GraphDef, its op and its input strings, not a protobuf
+wrapper: `node()` makes one at each call (keep it while working on a node), and `op()` and
+`input_texts()` read no protobuf at all.
 An open `EditJournal` records what the mutators do (a later pass asks what an earlier one changed).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Callable, Iterable, Iterator, Sequence
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2
@@ -49,6 +55,7 @@ class GraphView:
         view is built (see graph.control_hubs; `hubs` lists them), before the edges are indexed.
         `table`: the GraphDef's node columns, when the caller has them (the index is built from them)."""
         self._graph_def = graph_def
+        self._stored = graph_def.node  # the NodeDefs, which `_at` indexes
         self._removed: set[str] = set()
         # Validation state: a topological rank per node from the last full check (see `ranks`), and the
         # nodes added or given new inputs since (see graph.validate); only the mutators below update them.
@@ -59,11 +66,13 @@ class GraphView:
         self._order_memo: tuple[int, list[str]] | None = None
         self.hubs: list[control_hubs.Hub] = []
         if table is not None:
-            self._index(table.names, table.take_inputs(), gather_control_inputs, table.take_consumers)
+            self._index(table.names, table.take_inputs(), list(table.ops), gather_control_inputs,
+                        table.take_consumers)
             if table.forward:  # the shim saw every edge run forward: the GraphDef order is topological
                 self.remember_order(list(self._order))
         else:  # only names and inputs: the other columns are not the view's
-            self._index(*names_and_inputs(graph_def), gather_control_inputs)
+            names, inputs = names_and_inputs(graph_def)
+            self._index(names, inputs, [node.op for node in graph_def.node], gather_control_inputs)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -72,10 +81,10 @@ class GraphView:
         return self._graph_def
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self._at)
 
     def __contains__(self, name: str) -> bool:
-        return name in self._nodes
+        return name in self._at
 
     def nodes(self) -> Iterator[node_def_pb2.NodeDef]:
         """Live nodes in GraphDef order (take a list first to remove nodes while going through them)."""
@@ -91,12 +100,15 @@ class GraphView:
     def graph_order_names(self) -> list[str]:
         """Names of the live nodes in GraphDef order (`nodes()`' order: hubs last), from the index: a
         pass that keeps every name shares the view's strings (protobuf makes a new str at each read)."""
-        return list(self._nodes)
+        return list(self._at)
 
     def named_nodes(self) -> Iterable[tuple[str, node_def_pb2.NodeDef]]:
         """(name, NodeDef) of the live nodes in GraphDef order, the names from the index (see
         `graph_order_names`; take a list first to remove nodes while going through them)."""
-        return self._nodes.items()
+        stored = self._stored
+        if len(stored) == len(self._at):  # nothing removed: the index lists the GraphDef's nodes in order
+            return zip(self._at, stored)
+        return ((name, stored[at]) for name, at in self._at.items())
 
     def records(self) -> list[tuple[str, str, list[str]]]:
         """(name, op, input strings) of every live node in GraphDef order (a hub just before its first
@@ -105,7 +117,8 @@ class GraphView:
         Cheap: the inputs are kept as Python strings, so validation and ordering need not read
         the protobuf back.
         """
-        return [(name, self._nodes[name].op, self._inputs[name]) for name in self._order]
+        ops, at, inputs = self._ops, self._at, self._inputs
+        return [(name, ops[at[name]], inputs[name]) for name in self._order]
 
     def consumer_index(self) -> "dict[str, str | list[str]]":
         """producer name -> its consumers' names, one per edge (a consumer reading the producer twice is
@@ -118,12 +131,20 @@ class GraphView:
 
     def node(self, name: str) -> node_def_pb2.NodeDef:
         try:
-            return self._nodes[name]
+            return self._stored[self._at[name]]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in the graph") from None
+
+    def op(self, name: str) -> str:
+        """A node's op, from the index (no protobuf read); change it with `set_op`."""
+        try:
+            return self._ops[self._at[name]]
         except KeyError:
             raise KeyError(f"no node named {name!r} in the graph") from None
 
     def get(self, name: str) -> node_def_pb2.NodeDef | None:
-        return self._nodes.get(name)
+        at = self._at.get(name)
+        return None if at is None else self._stored[at]
 
     def input_texts(self, name: str) -> list[str]:
         """A node's input strings as the NodeDef lists them, from the index (read-only; no protobuf read)."""
@@ -155,10 +176,10 @@ class GraphView:
 
     def unique_name(self, base: str) -> str:
         """`base` if unused, else `base_1`, `base_2`, ... (deterministic)."""
-        if base not in self._nodes and base not in self._removed:
+        if base not in self._at and base not in self._removed:
             return base
         suffix = 1
-        while f"{base}_{suffix}" in self._nodes or f"{base}_{suffix}" in self._removed:
+        while f"{base}_{suffix}" in self._at or f"{base}_{suffix}" in self._removed:
             suffix += 1
         return f"{base}_{suffix}"
 
@@ -217,14 +238,15 @@ class GraphView:
         if inputs is not None and inputs != node.input:
             raise ValueError(f"add_node was given the inputs {inputs} for node {name!r}, which reads "
                              f"{list(node.input)}")
-        if name in self._nodes:
+        if name in self._at:
             raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
         self._removed.discard(name)
         if self._journal is not None:
             self._journal.added[name] = None
-        stored = self._graph_def.node.add()
+        stored = self._stored.add()
         stored.CopyFrom(node)
-        self._nodes[name] = stored
+        self._at[name] = len(self._ops)
+        self._ops.append(sys.intern(stored.op))  # one str per op type (protobuf makes one at each read)
         self._inputs[name] = inputs = list(stored.input) if inputs is None else list(inputs)
         self._order[name] = None
         self.touched.add(name)
@@ -241,7 +263,7 @@ class GraphView:
                 f"cannot remove node {name!r}: still read by {', '.join(users[:5])}")
         if self._journal is not None:
             self._journal.removed[name] = None
-        self._nodes.pop(name)
+        del self._at[name]
         del self._order[name]
         for text in self._inputs.pop(name):
             self._unlink(parse_input(text).node, name)
@@ -249,9 +271,17 @@ class GraphView:
         self._removed.add(name)
         self.touched.discard(name)
 
+    def set_op(self, name: str, op: str) -> None:
+        """Give a node another op (the index keeps each node's op: set it here, not on the NodeDef)."""
+        self._edits += 1
+        at = self._at[name]
+        self._stored[at].op = op
+        self._ops[at] = op
+        self.touched.add(name)
+
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
         self._edits += 1
-        node = self._nodes[name]
+        node = self._stored[self._at[name]]
         new = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
             self._note_rewired(name)
@@ -264,7 +294,7 @@ class GraphView:
     def add_input(self, name: str, ref: TensorRef | str) -> None:
         """Add an input; control inputs go last, data inputs before the first control input."""
         self._edits += 1
-        node = self._nodes[name]
+        node = self._stored[self._at[name]]
         text = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
             self._note_rewired(name)
@@ -283,7 +313,7 @@ class GraphView:
 
     def remove_input(self, name: str, index: int) -> None:
         self._edits += 1
-        node = self._nodes[name]
+        node = self._stored[self._at[name]]
         producer = parse_input(node.input[index]).node
         if self._journal is not None:
             self._note_rewired(name)
@@ -314,7 +344,7 @@ class GraphView:
         if self._journal is not None:
             self._journal.removed.update(gone)
         for name in gone:
-            self._nodes.pop(name)
+            del self._at[name]
             del self._order[name]
             for text in self._inputs.pop(name):
                 producer = parse_input(text).node
@@ -343,27 +373,32 @@ class GraphView:
                 seen.add(name)
         for start, end in reversed(runs):
             del self._graph_def.node[start:end]
+            del self._ops[start:end]
         self._removed.clear()
+        self._at = dict(zip(self._at, range(len(self._at))))  # the live nodes' new places
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
         self.compact()
         return self._graph_def
 
     # -------------------------------------------------------------- internals
-    def _index(self, names: list[str], inputs, gather_control_inputs: bool,
+    def _index(self, names: list[str], inputs, ops: list[str], gather_control_inputs: bool,
                given_consumers: Callable[[], dict[str, list[str]] | None] | None = None) -> None:
-        """Index the GraphDef's nodes from their names and input strings (the view takes the lists and
-        edits them). `given_consumers` gives their consumer index (the view takes it), or None; asked only
-        where no hubs change the edges."""
-        self._nodes: dict[str, node_def_pb2.NodeDef] = dict(zip(names, self._graph_def.node))
+        """Index the GraphDef's nodes from their names, input strings and ops (the view takes the lists
+        and edits them). `given_consumers` gives their consumer index (the view takes it), or None; asked
+        only where no hubs change the edges."""
+        # name -> the node's place in the GraphDef, live nodes in GraphDef order (`compact` renumbers):
+        # no protobuf wrapper is kept per node (one each was a third of the view's memory).
+        self._at: dict[str, int] = dict(zip(names, range(len(names))))
+        self._ops = ops  # by place, as `_at` gives it: the op of every NodeDef the GraphDef holds
         self._inputs: dict[str, list[str]] = dict(zip(names, inputs))
         self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
-        if len(self._nodes) != len(names):
+        if len(self._at) != len(names):
             seen: set[str] = set()
             duplicates = {name for name in names if name in seen or seen.add(name)}
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(duplicates)[:10]))
-        hubs = control_hubs.plan_hubs(self._inputs, lambda name: self._nodes[name].op) if gather_control_inputs else []
+        hubs = control_hubs.plan_hubs(self._inputs, self.op) if gather_control_inputs else []
         consumers = None
         if hubs:  # the hubs take most control edges away (ResNet-50: 78k of 92k): index what is left
             self._gather(hubs)
@@ -404,14 +439,15 @@ class GraphView:
             count = len(hub.inputs)
             mark = "^" + hub.name  # one str for all its readers' lists
             for reader, start in zip(hub.readers, hub.starts):
-                node, texts = self._nodes[reader], self._inputs[reader]
+                node, texts = self.node(reader), self._inputs[reader]
                 del node.input[start:start + count]
                 node.input.append(mark)
                 del texts[start:start + count]
                 texts.append(mark)
-            stored = self._graph_def.node.add()
-            stored.CopyFrom(hub.node(self._nodes[hub.readers[0]].device))
-            self._nodes[hub.name] = stored
+            stored = self._stored.add()
+            stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
+            self._at[hub.name] = len(self._ops)
+            self._ops.append(stored.op)
             self._inputs[hub.name] = list(hub.inputs)
         self.hubs = hubs
 

@@ -160,7 +160,7 @@ class Instrumenter:
             if existing.signature.name == fname:
                 self.view.graph_def.library.function[index].CopyFrom(new)
         self.functions[fname] = new
-        call.op = "StatefulPartitionedCall"
+        self.view.set_op(geop, "StatefulPartitionedCall")
         call.attr[DUMP_ATTR].s = self.folder.encode("utf-8")
 
     def _targets(self, bview, geop):

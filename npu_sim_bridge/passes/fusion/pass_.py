@@ -69,7 +69,8 @@ class FusionPass(GraphPass):
             state = states[rule.name]
             roots = rule.root_ops
             if ops is None:
-                ops = [(name, node.op) for name, node in view.named_nodes()]
+                names = view.graph_order_names()
+                ops = list(zip(names, map(view.op, names)))
             for name in [name for name, op in ops if roots is None or op in roots]:
                 node = view.get(name)
                 match = rule.match(view, node) if node is not None else None

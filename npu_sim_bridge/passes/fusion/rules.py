@@ -88,7 +88,7 @@ class FusionRule:
             view.remove_input(match.root, index)
         for text in inputs + controls:
             view.add_input(match.root, text)
-        root.op = self.fused_op
+        view.set_op(match.root, self.fused_op)
         saved = {key: attr_value_pb2.AttrValue() for key in kept}
         for key, value in kept.items():
             saved[key].CopyFrom(value)

@@ -113,7 +113,7 @@ class _Chain:
             view.remove_input(fused, index)
         for text in last.input:
             view.add_input(fused, text)
-        node.op = last.op
+        view.set_op(fused, last.op)
         node.ClearField("attr")
         for key, value in with_defaults(last.op, dict(last.attr)).items():
             node.attr[key].CopyFrom(value)

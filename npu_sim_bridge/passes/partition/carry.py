@@ -117,10 +117,10 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
         if not layout.device[unit]:
             return None
         if layout.frame[unit]:
-            if view.node(producer).op in EXIT_OPS or view.node(producer).op in NEXT_ITERATION_OPS:
+            if view.op(producer) in EXIT_OPS or view.op(producer) in NEXT_ITERATION_OPS:
                 return None  # the new node would leave P's frame
         else:
-            if view.node(producer).op in NEXT_ITERATION_OPS:
+            if view.op(producer) in NEXT_ITERATION_OPS:
                 return None
             reach = min(layer_of_new[user] if user in new else
                         (layout.layer[unit_of[user]] if layout.device[unit_of[user]]

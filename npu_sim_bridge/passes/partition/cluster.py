@@ -387,14 +387,14 @@ def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_co
     dropped, kept = [], []
     for members in segments:
         nodes = [name for unit in members for name in units.nodes[unit]]
-        if not any(is_compute(view.node(name).op) for name in nodes):
+        if not any(is_compute(view.op(name)) for name in nodes):
             dropped.append((nodes, "trivial"))
             for name in nodes:
                 host.setdefault(name, reasons.host("trivial_segment"))
             continue
         kept.append(nodes)
     if not sink_all and len(kept) > 1:
-        sizes = [sum(1 for name in nodes if is_compute(view.node(name).op)) for nodes in kept]
+        sizes = [sum(1 for name in nodes if is_compute(view.op(name))) for nodes in kept]
         largest = max(range(len(kept)), key=lambda i: (sizes[i], -i))
         for index, nodes in enumerate(kept):
             if index == largest:

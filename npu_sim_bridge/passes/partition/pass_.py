@@ -285,7 +285,7 @@ class PartitionPass(GraphPass):
                    if name not in inherent and reason.code != "host.trivial_segment"}
         if not notable:
             return
-        ops = Counter(ctx.view.node(name).op if name in ctx.view else ctx.report.nodes[name].op
+        ops = Counter(ctx.view.op(name) if name in ctx.view else ctx.report.nodes[name].op
                       for name in notable)
         listed = ", ".join(f"{op} x{count}" if count > 1 else op for op, count in sorted(ops.items()))
         sunk = geops[0] if geops else "none"

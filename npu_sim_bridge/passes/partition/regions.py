@@ -48,7 +48,7 @@ def branch_guards(view: GraphView, units):
         if units.frame[unit]:
             entering = _EMPTY
             for name in nodes:
-                for text in view.node(name).input:
+                for text in view.input_texts(name):
                     ref = parse_input(text)
                     if (ref.node not in view or ref.node in back_edge_sources
                             or units.of[ref.node] == unit):
@@ -56,10 +56,10 @@ def branch_guards(view: GraphView, units):
                     entering = entering | tensor_guard(ref.node, ref.port)
             unit_guard[unit] = entering
             continue
-        node = view.node(nodes[0])
+        name, op = nodes[0], view.op(nodes[0])  # the index has both: no NodeDef is read
         data: list[frozenset] = []
         control = _EMPTY
-        for text in node.input:
+        for text in view.input_texts(name):
             ref = parse_input(text)
             if ref.node not in units.of or ref.node in back_edge_sources:
                 continue
@@ -68,14 +68,14 @@ def branch_guards(view: GraphView, units):
                 control = control | guard
             else:
                 data.append(guard)
-        if node.op in MERGE_OPS:
+        if op in MERGE_OPS:
             merged = frozenset.intersection(*data) if data else _EMPTY
             unit_guard[unit] = merged | control
         else:
             combined = control.union(*data) if data else control
             unit_guard[unit] = combined
-            if node.op in SWITCH_OPS:
-                switch_guard[node.name] = (combined | {(node.name, 0)}, combined | {(node.name, 1)})
+            if op in SWITCH_OPS:
+                switch_guard[name] = (combined | {(name, 0)}, combined | {(name, 1)})
     return tensor_guard
 
 
@@ -102,10 +102,9 @@ def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
         if units.frame[unit]:
             continue
         name = units.nodes[unit][0]
-        node = view.node(name)
-        if node.op in MERGE_OPS:
+        if view.op(name) in MERGE_OPS:
             switches = set()
-            for text in node.input:
+            for text in view.input_texts(name):
                 ref = parse_input(text)
                 if ref.is_control or ref.node not in units.of or ref.node in units.back_edge_sources:
                     continue
@@ -130,7 +129,7 @@ def keep_regions_whole(view: GraphView, regions: list[list[str]], host: dict[str
         first = next((name for name in members if name in host), None)
         if first is None:
             continue
-        switch = next((view.node(name) for name in members if view.node(name).op in SWITCH_OPS), None)
+        switch = next((view.node(name) for name in members if view.op(name) in SWITCH_OPS), None)
         predicate = parse_input(switch.input[1]).node if switch is not None and len(switch.input) > 1 else "?"
         why = reasons.host("cond_region", predicate=predicate, node=first, cause=host[first])
         for name in members:
