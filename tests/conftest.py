@@ -55,10 +55,12 @@ def fresh_reports():
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _view_ops_match_their_nodedefs():
-    """Every view the tests build checks, when it hands its graph over, that the ops it keeps per node
-    are the NodeDefs' (a pass that set an op on a NodeDef instead of through `set_op` would leave the
-    index stale and every later decision on that node wrong)."""
+def _view_index_matches_its_nodedefs():
+    """Every view the tests build checks, when it hands its graph over, that the op and the inputs it
+    keeps per node are the NodeDefs' (a pass that set an op or an input on a NodeDef instead of through
+    the view's mutators would leave the index stale and every later decision on that node wrong), and
+    that it holds each node's inputs in their one form (graph.table.held_inputs)."""
+    from npu_sim_bridge.graph.table import held_inputs
     from npu_sim_bridge.graph.view import GraphView
 
     handed_over = GraphView.to_graph_def
@@ -67,6 +69,9 @@ def _view_ops_match_their_nodedefs():
         graph_def = handed_over(self)
         stale = [(node.name, self.op(node.name), node.op) for node in graph_def.node if self.op(node.name) != node.op]
         assert not stale, f"the view's ops differ from the NodeDefs' (name, index, NodeDef): {stale[:5]}"
+        stale = [(node.name, self._inputs[node.name], list(node.input)) for node in graph_def.node
+                 if self._inputs[node.name] != held_inputs(node.input)]
+        assert not stale, f"the view's inputs differ from the NodeDefs' (name, index, NodeDef): {stale[:5]}"
         return graph_def
 
     GraphView.to_graph_def = checked

@@ -42,7 +42,7 @@ def test_shared_control_inputs_get_one_hub_that_the_readers_wait_on():
     [hub] = view.hubs
     assert (hub.inputs, hub.readers) == (tuple(f"^c{i}" for i in range(5)), ("r0", "r1", "r2"))
     for reader in ("r0", "r1", "r2"):
-        assert view.input_texts(reader) == ["x", "^" + hub.name]
+        assert view.input_texts(reader) == ("x", "^" + hub.name)
         assert list(view.node(reader).input) == ["x", "^" + hub.name]  # the NodeDef agrees with the index
     assert _controls(view, hub.name) == ["c0", "c1", "c2", "c3", "c4"]
     assert view.node(hub.name).op == "NoOp"
@@ -87,10 +87,10 @@ def test_a_node_holding_the_shared_run_among_other_control_inputs_waits_on_the_h
     view = GraphView(graph_def, gather_control_inputs=True)
     [hub] = view.hubs
     assert hub.readers == ("early", "r0", "r1", "late")
-    assert view.input_texts("early") == ["x", "^y", "^" + hub.name]
-    assert view.input_texts("late") == ["^y", "^" + hub.name]
+    assert view.input_texts("early") == ("x", "^y", "^" + hub.name)
+    assert view.input_texts("late") == ("^y", "^" + hub.name)
     assert list(view.node("late").input) == ["^y", "^" + hub.name]
-    assert view.input_texts("apart") == ["^c0", "^y", "^c1", "^c2", "^c3"]
+    assert view.input_texts("apart") == ("^c0", "^y", "^c1", "^c2", "^c3")
     assert before - _edges(view.to_graph_def()) == hub.edges_saved == 4 * 3 - 4
     order = topological_order(view)
     assert order.index(hub.name) == order.index("early") - 1

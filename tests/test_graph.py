@@ -425,3 +425,26 @@ def test_on_gpu_reads_the_device_part_of_a_device_string(device, gpu):
     from npu_sim_bridge.graph.names import on_gpu
 
     assert on_gpu(device) is gpu
+
+
+def test_the_view_holds_a_lone_input_as_its_string_and_others_as_a_tuple():
+    """One form per node (graph.table.held_inputs): the empty tuple for a node that reads nothing, the
+    str for one input, a tuple for more; each mutator moves a node between the forms with the NodeDef."""
+    graph_def = graph_pb2.GraphDef()
+    graph_def.node.add(name="a", op="Placeholder")
+    graph_def.node.add(name="b", op="Placeholder")
+    graph_def.node.add(name="c", op="Identity", input=["a"])
+    view = GraphView(graph_def)
+    held = view._inputs  # pylint: disable=protected-access
+    assert held["a"] == () and held["c"] == "a" and view.input_texts("c") == ("a",)
+    view.add_input("c", "^b")
+    assert held["c"] == ("a", "^b") and list(view.node("c").input) == ["a", "^b"]
+    view.remove_input("c", 1)
+    assert held["c"] == "a" and view.consumers("b") == []
+    view.set_input("c", 0, "b")
+    assert held["c"] == "b" and view.consumers("a") == [] and view.consumers("b") == ["c"]
+    view.remove_input("c", 0)
+    assert held["c"] == () and list(view.node("c").input) == []
+    view.add_node(node_def_pb2.NodeDef(name="d", op="Identity", input=["a"]))
+    view.add_node(node_def_pb2.NodeDef(name="e", op="AddV2", input=["a", "d"]))
+    assert held["d"] == "a" and held["e"] == ("a", "d") and view.consumers("a") == ["d", "e"]

@@ -48,8 +48,8 @@ def _columns_from_the_shim(graph, monkeypatch, iterations=rewriter_config_pb2.Re
 
     def spy(item_id, graph_bytes, *rest):
         columns = rest[-1] if len(rest) == 5 else None
-        if columns is not None:  # the pipeline's view takes the input lists and edits them: keep a copy
-            columns = (*columns[:2], [list(texts) for texts in columns[2]], *columns[3:])
+        if columns is not None:  # the pipeline's view takes the inputs column and edits it: keep a copy
+            columns = (*columns[:2], list(columns[2]), *columns[3:])
         calls.append((graph_pb2.GraphDef.FromString(graph_bytes), columns))
         return real(item_id, graph_bytes, *rest)
 

@@ -52,9 +52,9 @@ class Hub:
                                     attr={HUB_ATTR: attr_value_pb2.AttrValue(i=len(self.readers))})
 
 
-def plan_hubs(inputs: Mapping[str, list[str]], op_of: Callable[[str], str]) -> list[Hub]:
-    """The hubs a graph should gain. `inputs` maps every node to its input strings (in GraphDef order);
-    `op_of` gives a node's op.
+def plan_hubs(inputs: "Mapping[str, str | tuple[str, ...]]", op_of: Callable[[str], str]) -> list[Hub]:
+    """The hubs a graph should gain. `inputs` maps every node to its input strings as the view holds
+    them (graph.table.held_inputs; in GraphDef order); `op_of` gives a node's op.
 
     A hub stands for a set of at least MIN_SHARED control inputs that several nodes have as their whole
     run of control inputs; a node whose control inputs hold that run among others waits on the hub for
@@ -63,7 +63,7 @@ def plan_hubs(inputs: Mapping[str, list[str]], op_of: Callable[[str], str]) -> l
     groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     for name, texts in inputs.items():
         count = len(texts)
-        if count < MIN_SHARED or texts[-1][0] != "^":
+        if count < MIN_SHARED or texts.__class__ is str or texts[-1][0] != "^":
             continue
         low, high = 0, count - 1  # control inputs come last: find the first one
         while low < high:
@@ -102,7 +102,7 @@ def plan_hubs(inputs: Mapping[str, list[str]], op_of: Callable[[str], str]) -> l
     return hubs
 
 
-def _free_name(inputs: Mapping[str, list[str]], taken: set[str], index: int) -> str:
+def _free_name(inputs: Mapping[str, object], taken: set[str], index: int) -> str:
     name, again = f"{HUB_SCOPE}/{index}", 1
     while name in inputs or name in taken:
         name, again = f"{HUB_SCOPE}/{index}_{again}", again + 1

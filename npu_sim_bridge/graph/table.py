@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2, types_pb2
 
-__all__ = ["NodeTable", "main_dtype", "names_and_inputs"]
+__all__ = ["NodeTable", "held_inputs", "main_dtype", "names_and_inputs"]
 
 # The attrs whose type value is "the" dtype of a node, in the order they are consulted; then the list
 # attrs whose first type is. The shim's MainDtype (native/npu_optimizer.cc) reads them the same way.
@@ -34,25 +34,32 @@ def main_dtype(node: node_def_pb2.NodeDef) -> int:
     return types_pb2.DT_INVALID
 
 
+def held_inputs(texts: Sequence[str]) -> "str | tuple[str, ...]":
+    """A node's input strings as the view holds them: the str of a lone input, else a tuple (the empty
+    one for none). Read them back with graph.view.edges. A list each was a sixth of a rewrite's peak
+    memory on BERT: a third of the nodes read nothing and a fifth read one tensor."""
+    return texts[0] if len(texts) == 1 else tuple(texts)
+
+
 def names_and_inputs(graph_def: graph_pb2.GraphDef,
-                     texts: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
-    """Each node's name and its input strings, in GraphDef order, with one str per distinct text as the
-    shim gives them (`texts` collects them): protobuf makes a new str at every read, and most input
-    strings repeat a node's name (ResNet-50: 91,797 input strings, 9,032 distinct)."""
+                     texts: dict[str, str] | None = None) -> "tuple[list[str], list[str | tuple[str, ...]]]":
+    """Each node's name and its inputs (`held_inputs`), in GraphDef order, with one str per distinct
+    text as the shim gives them (`texts` collects them): protobuf makes a new str at every read, and
+    most input strings repeat a node's name (ResNet-50: 91,797 input strings, 9,032 distinct)."""
     one = (texts if texts is not None else {}).setdefault
     nodes = graph_def.node
     names = [one(name, name) for name in (node.name for node in nodes)]
-    return names, [[one(text, text) for text in node.input] for node in nodes]
+    return names, [held_inputs([one(text, text) for text in node.input]) for node in nodes]
 
 
 class NodeTable:
-    """Per node, in GraphDef order: name, op, input strings and main dtype; plus the count of nodes
+    """Per node, in GraphDef order: name, op, inputs (`held_inputs`) and main dtype; plus the count of nodes
     without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
 
     __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies", "forward",
                  "_consumers")
 
-    def __init__(self, names: list[str], ops: list[str], inputs: list[list[str]], dtypes: list[int],
+    def __init__(self, names: list[str], ops: list[str], inputs: "list[str | tuple[str, ...]]", dtypes: list[int],
                  unstamped: int, digests: Sequence[str],
                  alike_bodies: Callable[[list[str]], dict[str, bytes]] | None = None,
                  forward: bool | None = None,
@@ -73,9 +80,9 @@ class NodeTable:
         self.forward = forward
         self._consumers = consumers
 
-    def take_inputs(self) -> list[list[str]]:
-        """The input strings per node, for the one view built from this table, which edits them (the
-        table no longer holds them)."""
+    def take_inputs(self) -> "list[str | tuple[str, ...]]":
+        """The inputs per node (`held_inputs`), for the one view built from this table (the table no
+        longer holds them)."""
         inputs, self.inputs = self.inputs, None
         if inputs is None:
             raise RuntimeError("the node table's inputs were taken already: one view per table")

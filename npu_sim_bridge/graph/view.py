@@ -22,12 +22,13 @@ from tensorflow.core.framework import graph_pb2, node_def_pb2
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import control_hubs
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
-from npu_sim_bridge.graph.table import NodeTable, names_and_inputs
+from npu_sim_bridge.graph.table import NodeTable, held_inputs, names_and_inputs
 
 
-def edges(held: "str | list[str]") -> "Sequence[str]":
-    """The consumers a consumer-index value stands for, one per edge: the index holds a producer's lone
-    consumer as its name (most producers have one: a list each was a tenth of a rewrite's peak memory)."""
+def edges(held: "str | Sequence[str]") -> "Sequence[str]":
+    """The names an index value stands for, one per edge: the consumer index holds a producer's lone
+    consumer as its name (most producers have one: a list each was a tenth of a rewrite's peak memory),
+    and the input index a node's lone input string (see graph.table.held_inputs)."""
     return (held,) if held.__class__ is str else held
 
 
@@ -43,7 +44,7 @@ class EditJournal:
     def changed(self, view: "GraphView") -> bool:
         """Whether a node, or an edge of a node that was there when the journal opened, differs now."""
         return bool(self.added or self.removed) or any(
-            view.input_texts(name) != before for name, before in self.rewired.items() if name in view)
+            list(view.input_texts(name)) != before for name, before in self.rewired.items() if name in view)
 
 
 class GraphView:
@@ -118,7 +119,7 @@ class GraphView:
         the protobuf back.
         """
         ops, at, inputs = self._ops, self._at, self._inputs
-        return [(name, ops[at[name]], inputs[name]) for name in self._order]
+        return [(name, ops[at[name]], edges(inputs[name])) for name in self._order]
 
     def consumer_index(self) -> "dict[str, str | list[str]]":
         """producer name -> its consumers' names, one per edge (a consumer reading the producer twice is
@@ -146,20 +147,21 @@ class GraphView:
         at = self._at.get(name)
         return None if at is None else self._stored[at]
 
-    def input_texts(self, name: str) -> list[str]:
-        """A node's input strings as the NodeDef lists them, from the index (read-only; no protobuf read)."""
-        return self._inputs[name]
+    def input_texts(self, name: str) -> Sequence[str]:
+        """A node's input strings as the NodeDef lists them, from the index (a tuple; no protobuf read)."""
+        held = self._inputs[name]
+        return (held,) if held.__class__ is str else held
 
     def inputs(self, name: str) -> list[TensorRef]:
         """Every input of a node, data inputs first, as written in the NodeDef."""
-        return [parse_input(text) for text in self._inputs[name]]
+        return [parse_input(text) for text in edges(self._inputs[name])]
 
     def data_inputs(self, name: str) -> list[TensorRef]:
         return [ref for ref in self.inputs(name) if not ref.is_control]
 
     def producers(self, name: str) -> list[str]:
         """Names of the nodes a node reads (data and control inputs, in input order, repeats kept)."""
-        return [parse_input(text).node for text in self._inputs[name]]
+        return [parse_input(text).node for text in edges(self._inputs[name])]
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
@@ -169,7 +171,7 @@ class GraphView:
         """(consumer name, input index) for every data edge reading tensor `ref`."""
         found = []
         for consumer in self.consumers(ref.node):
-            for index, text in enumerate(self._inputs[consumer]):
+            for index, text in enumerate(edges(self._inputs[consumer])):
                 if parse_input(text) == ref:
                     found.append((consumer, index))
         return found
@@ -220,7 +222,7 @@ class GraphView:
     def _note_rewired(self, name: str) -> None:
         journal = self._journal
         if name not in journal.rewired and name not in journal.added:
-            journal.rewired[name] = list(self._inputs[name])
+            journal.rewired[name] = list(edges(self._inputs[name]))
 
     # --------------------------------------------------------------- mutators
     def add_node(self, node: node_def_pb2.NodeDef, name: str | None = None,
@@ -247,10 +249,11 @@ class GraphView:
         stored.CopyFrom(node)
         self._at[name] = len(self._ops)
         self._ops.append(sys.intern(stored.op))  # one str per op type (protobuf makes one at each read)
-        self._inputs[name] = inputs = list(stored.input) if inputs is None else list(inputs)
+        inputs = held_inputs(stored.input if inputs is None else inputs)
+        self._inputs[name] = inputs
         self._order[name] = None
         self.touched.add(name)
-        for text in inputs:
+        for text in edges(inputs):
             self._link(parse_input(text).node, name)
         return stored
 
@@ -265,7 +268,7 @@ class GraphView:
             self._journal.removed[name] = None
         del self._at[name]
         del self._order[name]
-        for text in self._inputs.pop(name):
+        for text in edges(self._inputs.pop(name)):
             self._unlink(parse_input(text).node, name)
         self._consumers.pop(name, None)
         self._removed.add(name)
@@ -287,7 +290,9 @@ class GraphView:
             self._note_rewired(name)
         self._unlink(parse_input(node.input[index]).node, name)
         node.input[index] = new
-        self._inputs[name][index] = new
+        texts = list(edges(self._inputs[name]))
+        texts[index] = new
+        self._inputs[name] = held_inputs(texts)
         self._link(parse_input(new).node, name)
         self.touched.add(name)
 
@@ -298,16 +303,17 @@ class GraphView:
         text = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
             self._note_rewired(name)
+        inputs = list(edges(self._inputs[name]))
         if text.startswith("^"):
-            if text in self._inputs[name]:
+            if text in inputs:
                 return
             node.input.append(text)
-            self._inputs[name].append(text)
+            inputs.append(text)
         else:
-            inputs = self._inputs[name]
             position = next((i for i, old in enumerate(inputs) if old.startswith("^")), len(inputs))
             node.input.insert(position, text)
             inputs.insert(position, text)
+        self._inputs[name] = held_inputs(inputs)
         self._link(parse_input(text).node, name)
         self.touched.add(name)
 
@@ -318,7 +324,9 @@ class GraphView:
         if self._journal is not None:
             self._note_rewired(name)
         del node.input[index]
-        del self._inputs[name][index]
+        inputs = list(edges(self._inputs[name]))
+        del inputs[index]
+        self._inputs[name] = held_inputs(inputs)
         self._unlink(producer, name)
 
     def replace_uses(self, old: TensorRef, new: TensorRef,
@@ -346,7 +354,7 @@ class GraphView:
         for name in gone:
             del self._at[name]
             del self._order[name]
-            for text in self._inputs.pop(name):
+            for text in edges(self._inputs.pop(name)):
                 producer = parse_input(text).node
                 if producer not in gone:
                     self._unlink(producer, name)
@@ -384,14 +392,14 @@ class GraphView:
     # -------------------------------------------------------------- internals
     def _index(self, names: list[str], inputs, ops: list[str], gather_control_inputs: bool,
                given_consumers: Callable[[], dict[str, list[str]] | None] | None = None) -> None:
-        """Index the GraphDef's nodes from their names, input strings and ops (the view takes the lists
-        and edits them). `given_consumers` gives their consumer index (the view takes it), or None; asked
+        """Index the GraphDef's nodes from their names, inputs (`held_inputs`) and ops (the view takes
+        the lists and edits them). `given_consumers` gives their consumer index (the view takes it), or None; asked
         only where no hubs change the edges."""
         # name -> the node's place in the GraphDef, live nodes in GraphDef order (`compact` renumbers):
         # no protobuf wrapper is kept per node (one each was a third of the view's memory).
         self._at: dict[str, int] = dict(zip(names, range(len(names))))
         self._ops = ops  # by place, as `_at` gives it: the op of every NodeDef the GraphDef holds
-        self._inputs: dict[str, list[str]] = dict(zip(names, inputs))
+        self._inputs: dict[str, str | tuple[str, ...]] = dict(zip(names, inputs))  # see held_inputs
         self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
         if len(self._at) != len(names):
             seen: set[str] = set()
@@ -408,7 +416,7 @@ class GraphView:
             consumers = {}
             held = consumers.get
             for name, node_inputs in self._inputs.items():  # _link inlined: this loop sees every edge
-                for text in node_inputs:
+                for text in (node_inputs,) if node_inputs.__class__ is str else node_inputs:
                     producer = parse_input(text).node
                     users = held(producer)
                     if users is None:
@@ -439,16 +447,17 @@ class GraphView:
             count = len(hub.inputs)
             mark = "^" + hub.name  # one str for all its readers' lists
             for reader, start in zip(hub.readers, hub.starts):
-                node, texts = self.node(reader), self._inputs[reader]
+                node, texts = self.node(reader), list(edges(self._inputs[reader]))
                 del node.input[start:start + count]
                 node.input.append(mark)
                 del texts[start:start + count]
                 texts.append(mark)
+                self._inputs[reader] = held_inputs(texts)
             stored = self._stored.add()
             stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
             self._at[hub.name] = len(self._ops)
             self._ops.append(stored.op)
-            self._inputs[hub.name] = list(hub.inputs)
+            self._inputs[hub.name] = held_inputs(hub.inputs)
         self.hubs = hubs
 
     def _link(self, producer: str, consumer: str) -> None:

@@ -467,7 +467,7 @@ PyMethodDef kConsumersDef = {"consumers", Consumers, METH_NOARGS,
                              "{producer: consumer name, or [consumer per edge]} of the graph (graph/view.py)"};
 
 // The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
-// (names, ops, inputs (a list of input strings per node), main dtypes, nodes without the stamp,
+// (names, ops, inputs (per node: its lone input string, else a tuple of them), main dtypes, nodes without the stamp,
 // the option digests earlier runs left, alike_bodies, whether every edge runs forward in GraphDef
 // order (edges out of NextIteration nodes and from missing nodes aside), consumers). The two
 // callables read `capsule`'s graph, and fill its handle. New reference, or nullptr with a Python
@@ -492,22 +492,26 @@ PyObject* NodeColumns(PyObject* capsule) {
     PyObject* name = texts.Get(node.name());
     PyObject* op = texts.Get(node.op());
     PyObject* dtype = PyLong_FromLong(MainDtype(node));
-    PyObject* node_inputs = PyList_New(node.input_size());
-    if (name == nullptr || op == nullptr || dtype == nullptr || node_inputs == nullptr) {
+    const int input_count = node.input_size();
+    // A node's inputs as graph/view.py holds them: the str of a lone input, else a tuple.
+    PyObject* held = input_count == 1 ? texts.Get(node.input(0)) : PyTuple_New(input_count);
+    if (name == nullptr || op == nullptr || dtype == nullptr || held == nullptr) {
       Py_XDECREF(name);
       Py_XDECREF(op);
       Py_XDECREF(dtype);
-      Py_XDECREF(node_inputs);
+      Py_XDECREF(held);
       return nullptr;
     }
     PyList_SET_ITEM(names.get(), i, name);
     PyList_SET_ITEM(ops.get(), i, op);
     PyList_SET_ITEM(dtypes.get(), i, dtype);
-    PyList_SET_ITEM(inputs.get(), i, node_inputs);
-    for (int j = 0; j < node.input_size(); ++j) {
-      PyObject* text = texts.Get(node.input(j));
-      if (text == nullptr) return nullptr;
-      PyList_SET_ITEM(node_inputs, j, text);
+    PyList_SET_ITEM(inputs.get(), i, held);
+    for (int j = 0; j < input_count; ++j) {
+      if (input_count != 1) {
+        PyObject* text = texts.Get(node.input(j));
+        if (text == nullptr) return nullptr;
+        PyTuple_SET_ITEM(held, j, text);
+      }
       auto at = position.find(ProducerOf(node.input(j)));
       const int32_t producer = at == position.end() ? -1 : at->second;
       handle->producer.push_back(producer);
