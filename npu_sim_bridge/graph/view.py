@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
-from npu_sim_bridge.graph import control_hubs
+from npu_sim_bridge.graph import control_hubs, shared_ints
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
 from npu_sim_bridge.graph.table import NodeTable, held_inputs, names_and_inputs
 
@@ -199,7 +199,7 @@ class GraphView:
         if order is not None:
             if len(order) != len(self._order):
                 raise ValueError(f"ranks for {len(order)} of the view's {len(self._order)} nodes")
-            self._order.update(zip(order, map(float, range(len(order)))))
+            self._order.update(zip(order, shared_ints.counting(0, len(order))))
 
     def remember_order(self, order: list[str]) -> None:
         """Keep a topological order of the graph as it is now (validation computes one anyway)."""
@@ -247,7 +247,7 @@ class GraphView:
             self._journal.added[name] = None
         stored = self._stored.add()
         stored.CopyFrom(node)
-        self._at[name] = len(self._ops)
+        self._at[name] = shared_ints.number(len(self._ops))
         self._ops.append(sys.intern(stored.op))  # one str per op type (protobuf makes one at each read)
         inputs = held_inputs(stored.input if inputs is None else inputs)
         self._inputs[name] = inputs
@@ -383,7 +383,7 @@ class GraphView:
             del self._graph_def.node[start:end]
             del self._ops[start:end]
         self._removed.clear()
-        self._at = dict(zip(self._at, range(len(self._at))))  # the live nodes' new places
+        self._at = dict(zip(self._at, shared_ints.counting(0, len(self._at))))  # the live nodes' new places
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
         self.compact()
@@ -397,7 +397,7 @@ class GraphView:
         only where no hubs change the edges."""
         # name -> the node's place in the GraphDef, live nodes in GraphDef order (`compact` renumbers):
         # no protobuf wrapper is kept per node (one each was a third of the view's memory).
-        self._at: dict[str, int] = dict(zip(names, range(len(names))))
+        self._at: dict[str, int] = dict(zip(names, shared_ints.counting(0, len(names))))
         self._ops = ops  # by place, as `_at` gives it: the op of every NodeDef the GraphDef holds
         self._inputs: dict[str, str | tuple[str, ...]] = dict(zip(names, inputs))  # see held_inputs
         self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
@@ -455,7 +455,7 @@ class GraphView:
                 self._inputs[reader] = held_inputs(texts)
             stored = self._stored.add()
             stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
-            self._at[hub.name] = len(self._ops)
+            self._at[hub.name] = shared_ints.number(len(self._ops))
             self._ops.append(stored.op)
             self._inputs[hub.name] = held_inputs(hub.inputs)
         self.hubs = hubs

@@ -23,6 +23,7 @@ from npu_sim_bridge.envvars.logs import log_rewrite
 from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError, PassError
 from npu_sim_bridge.fileio import unique_base, write_atomic
 from npu_sim_bridge.graph.control_hubs import Hub
+from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS
 from npu_sim_bridge.graph.table import NodeTable
@@ -128,8 +129,10 @@ def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None =
             return _run_pipeline(graph_def, options, item, remember, source_bytes, table)
         finally:
             # The parsed input strings of this graph (graph.names caches them while the passes read
-            # them): a process keeps none of them after the rewrite (a 30k-node graph's were 11 MB).
+            # them): a process keeps none of them after the rewrite (a 30k-node graph's were 11 MB);
+            # nor the shared numbers.
             parse_input.cache_clear()
+            shared_ints.release()
 
 
 def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> PipelineResult:

@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.report.reasons import Reason, as_reason
 
 _NO_REASONS = ()
@@ -101,7 +102,7 @@ class Decisions(Mapping):
         standing for no reason values; `reasons`: one reason."""
         row = self._rows.get(name)
         if row is None:
-            row = self._rows[name] = len(self._names)
+            row = self._rows[name] = shared_ints.number(len(self._names))
             self._names.append(name)
             self._ops.append(op)
             for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
@@ -120,7 +121,7 @@ class Decisions(Mapping):
     def extend(self, names: list[str], ops: list[str], dtypes: Iterable[str | None]) -> None:
         """Rows for nodes with no decision yet, their dtype unchanged (a graph's records as it came)."""
         start = len(self._names)
-        self._rows.update(zip(names, range(start, start + len(names))))
+        self._rows.update(zip(names, shared_ints.counting(start, start + len(names))))
         if len(self._rows) != start + len(names):
             raise ValueError("a report records each node once: the names repeat or are recorded already")
         self._names.extend(names)

@@ -28,6 +28,7 @@ from tensorflow.core.framework import types_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.control_flow import Frames
+from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
@@ -112,7 +113,7 @@ class _Units:
         self.frame: list[str] = []
         keys: dict[tuple[str, str], int] = {}
         if not frames:  # no v1 while frame: every node a unit of its own, numbered in `order`
-            self.of = dict(zip(order, range(len(order))))
+            self.of = dict(zip(order, shared_ints.counting(0, len(order))))
             self.nodes = _OneNodeUnits(order)
             self.frame = [""] * len(order)
         for name in order if frames else ():
@@ -120,7 +121,7 @@ class _Units:
             key = ("frame", top) if top and top not in split else ("node", name)
             unit = keys.get(key)
             if unit is None:
-                unit = keys[key] = len(self.nodes)
+                unit = keys[key] = shared_ints.number(len(self.nodes))
                 self.nodes.append([])
                 self.frame.append(top if key[0] == "frame" else "")
             self.nodes[unit].append(name)
