@@ -142,11 +142,11 @@ def test_journal_records_what_the_mutators_did():
     view.add_node(node_def_pb2.NodeDef(name="cast", op="Cast", input=["b"]))
     view.set_input("c", 0, "cast")
     view.set_input("c", 1, "b")  # a second change keeps the inputs c had when the journal opened
-    assert list(journal.added) == ["cast"] and journal.rewired == {"c": ["b", "a", "^b"]}
+    assert list(journal.added) == ["cast"] and journal.rewired == {"c": ("b", "a", "^b")}
     assert journal.changed(view)
     view.close_journal()
     view.remove_input("c", 2)
-    assert not journal.removed and "c" in journal.rewired and journal.rewired["c"] == ["b", "a", "^b"]
+    assert not journal.removed and "c" in journal.rewired and journal.rewired["c"] == ("b", "a", "^b")
 
 
 def test_duplicate_names_are_rejected():

@@ -34,17 +34,19 @@ def edges(held: "str | Sequence[str]") -> "Sequence[str]":
 
 class EditJournal:
     """What the mutators did since the journal was opened: nodes added and removed (in order), and
-    for each other node whose inputs changed, its input strings as they were when the journal opened."""
+    for each other node whose inputs changed, its inputs as they were when the journal opened (as the
+    view holds them, graph.table.held_inputs: read them through `edges`)."""
 
     def __init__(self):
         self.added: dict[str, None] = {}
         self.removed: dict[str, None] = {}
-        self.rewired: dict[str, list[str]] = {}
+        self.rewired: dict[str, str | tuple[str, ...]] = {}
 
     def changed(self, view: "GraphView") -> bool:
         """Whether a node, or an edge of a node that was there when the journal opened, differs now."""
         return bool(self.added or self.removed) or any(
-            list(view.input_texts(name)) != before for name, before in self.rewired.items() if name in view)
+            tuple(view.input_texts(name)) != tuple(edges(before))
+            for name, before in self.rewired.items() if name in view)
 
 
 class GraphView:
@@ -222,7 +224,7 @@ class GraphView:
     def _note_rewired(self, name: str) -> None:
         journal = self._journal
         if name not in journal.rewired and name not in journal.added:
-            journal.rewired[name] = list(edges(self._inputs[name]))
+            journal.rewired[name] = self._inputs[name]  # immutable: the mutators replace it
 
     # --------------------------------------------------------------- mutators
     def add_node(self, node: node_def_pb2.NodeDef, name: str | None = None,

@@ -77,10 +77,10 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
         return found
 
     # Changed inputs of the nodes that were there: only `P:port` -> the end of a new chain reading it.
-    for name, before in journal.rewired.items():
+    for name, held in journal.rewired.items():
         if name not in view:
             return None
-        after = view.input_texts(name)
+        before, after = edges(held), view.input_texts(name)
         if len(after) != len(before):
             return None
         for old, now in zip(before, after):
