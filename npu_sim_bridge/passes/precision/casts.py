@@ -59,7 +59,8 @@ class Rewriter:
         self.low = low
         self.emulate = emulate
         self.functions = functions or {}
-        self.created: dict[tuple, TensorRef] = {}
+        # {(DstT, kind): {tensor: the Cast's output}}: a dict per kind of Cast, so no key tuple per Cast
+        self.created: dict[tuple[int, str], dict[TensorRef, TensorRef]] = {}
         self.inserted: list[tuple[str, TensorRef, int, int, str]] = []  # (name, source, SrcT, DstT, kind)
         self.casts_inserted = 0
         self.round_trips = 0
@@ -127,7 +128,7 @@ class Rewriter:
                 dirty.add(name)
                 dirty.update(self.view.consumers(name))
         for name in [name for name in self.view.names() if name in dirty]:
-            self._convert_inputs(self.view.node(name))
+            self._convert_inputs(name)
         dirty.update(name for name, *_ in self.inserted)
 
     def check_types(self) -> None:
@@ -141,7 +142,7 @@ class Rewriter:
             if node is None:
                 continue
             wanted = self._current(node).inputs
-            for position, text in enumerate(node.input):
+            for position, text in enumerate(self.view.input_texts(name)):
                 if text.startswith("^") or position >= len(wanted):
                     break
                 ref = parse_input(text)
@@ -197,19 +198,22 @@ class Rewriter:
             self.retyped += 1
             self.retyped_names.add(name)
 
-    def _signature(self, node) -> ports.Signature:
-        plan = self.plans.get(node.name)
+    def _signature(self, name: str) -> ports.Signature:
+        plan = self.plans.get(name)
         if plan is not None:
             return plan.sig
-        sig = self._sigs.get(node.name)
+        sig = self._sigs.get(name)
         if sig is None:
-            sig = self._sigs[node.name] = ports.signature(node, self.functions)
+            sig = self._sigs[name] = ports.signature(self.view.node(name), self.functions)
         return sig
 
-    def _convert_inputs(self, node) -> None:
-        consumer_plan = self.plans.get(node.name)
-        sig = self._signature(node)
-        for position, text in enumerate(list(node.input)):
+    def _convert_inputs(self, name: str) -> None:
+        """Point each data input of node `name` at the tensor its port should read (a Cast when needed).
+        The input strings come from the view, which shares one str per text: those from the NodeDef are
+        new at each read, and parse_input's cache would keep every one of them."""
+        consumer_plan = self.plans.get(name)
+        sig = self._signature(name)
+        for position, text in enumerate(self.view.input_texts(name)):
             if text.startswith("^"):
                 break
             ref = parse_input(text)
@@ -218,7 +222,7 @@ class Rewriter:
                 continue
             new = self.convert(ref, wanted, consumer_plan)
             if new is not None:
-                self.view.set_input(node.name, position, new)
+                self.view.set_input(name, position, new)
 
     def convert(self, ref: TensorRef, wanted: ports.Port | None, consumer_plan: Plan | None = None,
                 want_dtype: int | None = None) -> TensorRef | None:
@@ -228,7 +232,7 @@ class Rewriter:
         if producer_plan is not None and ref.port < len(producer_plan.sig.outputs):
             have_port = producer_plan.sig.outputs[ref.port]
         elif ref.node in self.view:
-            sig = self._signature(self.view.node(ref.node))
+            sig = self._signature(ref.node)
             if ref.port < len(sig.outputs):
                 have_port = sig.outputs[ref.port]
         original = wanted.dtype if wanted is not None else (have_port.dtype if have_port else None)
@@ -257,8 +261,10 @@ class Rewriter:
     def _cast(self, ref: TensorRef, src: int, dst: int, source: TensorRef | None = None,
               kind: str = "cast", op: str = "Cast") -> TensorRef:
         """A Cast (or, with op=ROUND_OP, a float16 rounding kernel) of `source or ref`, shared per tensor."""
-        key = (ref, dst, kind)
-        made = self.created.get(key)
+        created = self.created.get((dst, kind))
+        if created is None:
+            created = self.created[(dst, kind)] = {}
+        made = created.get(ref)
         if made is not None:
             return made
         label = "NpuSimRound" if kind == "round" else "NpuSimCast"
@@ -280,7 +286,6 @@ class Rewriter:
         self.inserted.append((name, ref, src, dst, kind))
         if kind == "round":
             self.round_trips += 1
-        made = TensorRef(name, 0)
-        self.created[key] = made
+        made = created[ref] = parse_input(name)  # the view parses the same str: one TensorRef for both
         return made
 
