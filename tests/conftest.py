@@ -69,8 +69,8 @@ def _view_index_matches_its_nodedefs():
         graph_def = handed_over(self)
         stale = [(node.name, self.op(node.name), node.op) for node in graph_def.node if self.op(node.name) != node.op]
         assert not stale, f"the view's ops differ from the NodeDefs' (name, index, NodeDef): {stale[:5]}"
-        stale = [(node.name, self._inputs[node.name], list(node.input)) for node in graph_def.node
-                 if self._inputs[node.name] != held_inputs(node.input)]
+        stale = [(node.name, held, list(node.input)) for node, held in zip(graph_def.node, self._inputs)
+                 if held != held_inputs(node.input)]
         assert not stale, f"the view's inputs differ from the NodeDefs' (name, index, NodeDef): {stale[:5]}"
         return graph_def
 

@@ -435,7 +435,11 @@ def test_the_view_holds_a_lone_input_as_its_string_and_others_as_a_tuple():
     graph_def.node.add(name="b", op="Placeholder")
     graph_def.node.add(name="c", op="Identity", input=["a"])
     view = GraphView(graph_def)
-    held = view._inputs  # pylint: disable=protected-access
+    class Held:  # the form the view holds a node's inputs in
+        def __getitem__(self, name):
+            return view._inputs[view._at[name]]  # pylint: disable=protected-access
+
+    held = Held()
     assert held["a"] == () and held["c"] == "a" and view.input_texts("c") == ("a",)
     view.add_input("c", "^b")
     assert held["c"] == ("a", "^b") and list(view.node("c").input) == ["a", "^b"]

@@ -20,7 +20,7 @@ come from a node's own frame), and it is dead exactly when one of its inputs is,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 
@@ -52,16 +52,18 @@ class Hub:
                                     attr={HUB_ATTR: attr_value_pb2.AttrValue(i=len(self.readers))})
 
 
-def plan_hubs(inputs: "Mapping[str, str | tuple[str, ...]]", op_of: Callable[[str], str]) -> list[Hub]:
-    """The hubs a graph should gain. `inputs` maps every node to its input strings as the view holds
-    them (graph.table.held_inputs; in GraphDef order); `op_of` gives a node's op.
+def plan_hubs(names: Sequence[str], inputs: "Sequence[str | tuple[str, ...]]", place: Mapping[str, int],
+              op_of: Callable[[str], str]) -> list[Hub]:
+    """The hubs a graph should gain. `names` and `inputs`: every node's name and its input strings as
+    the view holds them (graph.table.held_inputs), in GraphDef order; `place`: each node's place in
+    that order; `op_of` gives a node's op.
 
     A hub stands for a set of at least MIN_SHARED control inputs that several nodes have as their whole
     run of control inputs; a node whose control inputs hold that run among others waits on the hub for
     those too. Cheap where nothing is shared: a node is looked at only if its last input is a control input.
     """
     groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
-    for name, texts in inputs.items():
+    for name, texts in zip(names, inputs):
         count = len(texts)
         if count < MIN_SHARED or texts.__class__ is str or texts[-1][0] != "^":
             continue
@@ -79,10 +81,10 @@ def plan_hubs(inputs: "Mapping[str, str | tuple[str, ...]]", op_of: Callable[[st
     taken: set[str] = set()
     for controls, readers in groups.items():
         if len(readers) < 2 or (len(controls) - 1) * (len(readers) - 1) <= 1 \
-                or any(text[1:] not in inputs for text in controls):
+                or any(text[1:] not in place for text in controls):
             left.extend((name, low, controls) for name, low in readers)
             continue
-        name = _free_name(inputs, taken, len(forming))
+        name = _free_name(place, taken, len(forming))
         taken.add(name)
         forming.append((name, controls, list(readers)))
     if not forming:
@@ -94,16 +96,15 @@ def plan_hubs(inputs: "Mapping[str, str | tuple[str, ...]]", op_of: Callable[[st
                 if controls[at:at + len(shared)] == shared:
                     readers.append((reader, low + at))
                     break
-    position = {name: index for index, name in enumerate(inputs)}
     hubs = []
     for name, shared, readers in forming:
-        readers.sort(key=lambda reader: position[reader[0]])  # the first reader is the earliest in the graph
+        readers.sort(key=lambda reader: place[reader[0]])  # the first reader is the earliest in the graph
         hubs.append(Hub(name, shared, tuple(r for r, _ in readers), tuple(start for _, start in readers)))
     return hubs
 
 
-def _free_name(inputs: Mapping[str, object], taken: set[str], index: int) -> str:
+def _free_name(place: Mapping[str, int], taken: set[str], index: int) -> str:
     name, again = f"{HUB_SCOPE}/{index}", 1
-    while name in inputs or name in taken:
+    while name in place or name in taken:
         name, again = f"{HUB_SCOPE}/{index}_{again}", again + 1
     return name

@@ -120,8 +120,12 @@ class GraphView:
         Cheap: the inputs are kept as Python strings, so validation and ordering need not read
         the protobuf back.
         """
-        ops, at, inputs = self._ops, self._at, self._inputs
-        return [(name, ops[at[name]], edges(inputs[name])) for name in self._order]
+        ops, at, inputs, records = self._ops, self._at, self._inputs, []
+        for name in self._order:
+            place = at[name]
+            held = inputs[place]
+            records.append((name, ops[place], (held,) if held.__class__ is str else held))
+        return records
 
     def consumer_index(self) -> "dict[str, str | list[str]]":
         """producer name -> its consumers' names, one per edge (a consumer reading the producer twice is
@@ -151,19 +155,19 @@ class GraphView:
 
     def input_texts(self, name: str) -> Sequence[str]:
         """A node's input strings as the NodeDef lists them, from the index (a tuple; no protobuf read)."""
-        held = self._inputs[name]
+        held = self._inputs[self._at[name]]
         return (held,) if held.__class__ is str else held
 
     def inputs(self, name: str) -> list[TensorRef]:
         """Every input of a node, data inputs first, as written in the NodeDef."""
-        return [parse_input(text) for text in edges(self._inputs[name])]
+        return [parse_input(text) for text in self.input_texts(name)]
 
     def data_inputs(self, name: str) -> list[TensorRef]:
         return [ref for ref in self.inputs(name) if not ref.is_control]
 
     def producers(self, name: str) -> list[str]:
         """Names of the nodes a node reads (data and control inputs, in input order, repeats kept)."""
-        return [parse_input(text).node for text in edges(self._inputs[name])]
+        return [parse_input(text).node for text in self.input_texts(name)]
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
@@ -173,7 +177,7 @@ class GraphView:
         """(consumer name, input index) for every data edge reading tensor `ref`."""
         found = []
         for consumer in self.consumers(ref.node):
-            for index, text in enumerate(edges(self._inputs[consumer])):
+            for index, text in enumerate(self.input_texts(consumer)):
                 if parse_input(text) == ref:
                     found.append((consumer, index))
         return found
@@ -224,7 +228,7 @@ class GraphView:
     def _note_rewired(self, name: str) -> None:
         journal = self._journal
         if name not in journal.rewired and name not in journal.added:
-            journal.rewired[name] = self._inputs[name]  # immutable: the mutators replace it
+            journal.rewired[name] = self._inputs[self._at[name]]  # immutable: the mutators replace it
 
     # --------------------------------------------------------------- mutators
     def add_node(self, node: node_def_pb2.NodeDef, name: str | None = None,
@@ -252,7 +256,7 @@ class GraphView:
         self._at[name] = shared_ints.number(len(self._ops))
         self._ops.append(sys.intern(stored.op))  # one str per op type (protobuf makes one at each read)
         inputs = held_inputs(stored.input if inputs is None else inputs)
-        self._inputs[name] = inputs
+        self._inputs.append(inputs)
         self._order[name] = None
         self.touched.add(name)
         for text in edges(inputs):
@@ -268,9 +272,10 @@ class GraphView:
                 f"cannot remove node {name!r}: still read by {', '.join(users[:5])}")
         if self._journal is not None:
             self._journal.removed[name] = None
-        del self._at[name]
+        at = self._at.pop(name)
         del self._order[name]
-        for text in edges(self._inputs.pop(name)):
+        held, self._inputs[at] = self._inputs[at], ()  # the place goes at `compact`
+        for text in edges(held):
             self._unlink(parse_input(text).node, name)
         self._consumers.pop(name, None)
         self._removed.add(name)
@@ -286,26 +291,28 @@ class GraphView:
 
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
         self._edits += 1
-        node = self._stored[self._at[name]]
+        at = self._at[name]
+        node = self._stored[at]
         new = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
             self._note_rewired(name)
         self._unlink(parse_input(node.input[index]).node, name)
         node.input[index] = new
-        texts = list(edges(self._inputs[name]))
+        texts = list(edges(self._inputs[at]))
         texts[index] = new
-        self._inputs[name] = held_inputs(texts)
+        self._inputs[at] = held_inputs(texts)
         self._link(parse_input(new).node, name)
         self.touched.add(name)
 
     def add_input(self, name: str, ref: TensorRef | str) -> None:
         """Add an input; control inputs go last, data inputs before the first control input."""
         self._edits += 1
-        node = self._stored[self._at[name]]
+        at = self._at[name]
+        node = self._stored[at]
         text = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
             self._note_rewired(name)
-        inputs = list(edges(self._inputs[name]))
+        inputs = list(edges(self._inputs[at]))
         if text.startswith("^"):
             if text in inputs:
                 return
@@ -315,20 +322,21 @@ class GraphView:
             position = next((i for i, old in enumerate(inputs) if old.startswith("^")), len(inputs))
             node.input.insert(position, text)
             inputs.insert(position, text)
-        self._inputs[name] = held_inputs(inputs)
+        self._inputs[at] = held_inputs(inputs)
         self._link(parse_input(text).node, name)
         self.touched.add(name)
 
     def remove_input(self, name: str, index: int) -> None:
         self._edits += 1
-        node = self._stored[self._at[name]]
+        at = self._at[name]
+        node = self._stored[at]
         producer = parse_input(node.input[index]).node
         if self._journal is not None:
             self._note_rewired(name)
         del node.input[index]
-        inputs = list(edges(self._inputs[name]))
+        inputs = list(edges(self._inputs[at]))
         del inputs[index]
-        self._inputs[name] = held_inputs(inputs)
+        self._inputs[at] = held_inputs(inputs)
         self._unlink(producer, name)
 
     def replace_uses(self, old: TensorRef, new: TensorRef,
@@ -354,9 +362,10 @@ class GraphView:
         if self._journal is not None:
             self._journal.removed.update(gone)
         for name in gone:
-            del self._at[name]
+            at = self._at.pop(name)
             del self._order[name]
-            for text in edges(self._inputs.pop(name)):
+            held, self._inputs[at] = self._inputs[at], ()  # the place goes at `compact`
+            for text in edges(held):
                 producer = parse_input(text).node
                 if producer not in gone:
                     self._unlink(producer, name)
@@ -384,6 +393,7 @@ class GraphView:
         for start, end in reversed(runs):
             del self._graph_def.node[start:end]
             del self._ops[start:end]
+            del self._inputs[start:end]
         self._removed.clear()
         self._at = dict(zip(self._at, shared_ints.counting(0, len(self._at))))  # the live nodes' new places
 
@@ -401,14 +411,14 @@ class GraphView:
         # no protobuf wrapper is kept per node (one each was a third of the view's memory).
         self._at: dict[str, int] = dict(zip(names, shared_ints.counting(0, len(names))))
         self._ops = ops  # by place, as `_at` gives it: the op of every NodeDef the GraphDef holds
-        self._inputs: dict[str, str | tuple[str, ...]] = dict(zip(names, inputs))  # see held_inputs
+        self._inputs: list[str | tuple[str, ...]] = inputs  # by place too (see held_inputs): no dict of its own
         self._order: dict[str, None] = dict.fromkeys(names)  # live names in GraphDef order, hubs aside
         if len(self._at) != len(names):
             seen: set[str] = set()
             duplicates = {name for name in names if name in seen or seen.add(name)}
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(duplicates)[:10]))
-        hubs = control_hubs.plan_hubs(self._inputs, self.op) if gather_control_inputs else []
+        hubs = control_hubs.plan_hubs(names, inputs, self._at, self.op) if gather_control_inputs else []
         consumers = None
         if hubs:  # the hubs take most control edges away (ResNet-50: 78k of 92k): index what is left
             self._gather(hubs)
@@ -417,7 +427,7 @@ class GraphView:
         if consumers is None:
             consumers = {}
             held = consumers.get
-            for name, node_inputs in self._inputs.items():  # _link inlined: this loop sees every edge
+            for name, node_inputs in zip(self._at, inputs):  # _link inlined: this loop sees every edge
                 for text in (node_inputs,) if node_inputs.__class__ is str else node_inputs:
                     producer = parse_input(text).node
                     users = held(producer)
@@ -449,17 +459,18 @@ class GraphView:
             count = len(hub.inputs)
             mark = "^" + hub.name  # one str for all its readers' lists
             for reader, start in zip(hub.readers, hub.starts):
-                node, texts = self.node(reader), list(edges(self._inputs[reader]))
+                at = self._at[reader]
+                node, texts = self._stored[at], list(edges(self._inputs[at]))
                 del node.input[start:start + count]
                 node.input.append(mark)
                 del texts[start:start + count]
                 texts.append(mark)
-                self._inputs[reader] = held_inputs(texts)
+                self._inputs[at] = held_inputs(texts)
             stored = self._stored.add()
             stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
             self._at[hub.name] = shared_ints.number(len(self._ops))
             self._ops.append(stored.op)
-            self._inputs[hub.name] = held_inputs(hub.inputs)
+            self._inputs.append(held_inputs(hub.inputs))
         self.hubs = hubs
 
     def _link(self, producer: str, consumer: str) -> None:
