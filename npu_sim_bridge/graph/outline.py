@@ -68,7 +68,6 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         raise GraphValidationError(f"cannot outline nodes that are not in the graph: {', '.join(missing[:5])}")
     if function_name in library:
         raise GraphValidationError(f"cannot outline into function {function_name!r}: the library already has it")
-    member_rank = {name: rank for rank, name in enumerate(member_order)}
     keep = [name for name in member_order if name in set(keep_names)]
     outputs_of: dict[str, list[Port]] = {}
     stateful_ops: dict[str, bool] = {}  # statefulness is the op's (or the called function's)
@@ -124,7 +123,10 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
             else:
                 data_edges.append((user, index, ref))
     # Outputs in member order, then port order: the same members give the same signature.
-    for ref in sorted({ref for _, _, ref in data_edges}, key=lambda ref: (member_rank[ref.node], ref.port)):
+    read_outside = {ref for _, _, ref in data_edges}
+    producers = {ref.node for ref in read_outside}  # a rank for these only (not a dict entry per member)
+    member_rank = {name: rank for rank, name in enumerate(member_order) if name in producers}
+    for ref in sorted(read_outside, key=lambda ref: (member_rank[ref.node], ref.port)):
         returned[ref] = len(returned)
     for name in keep:
         for port in range(len(outputs_of[name])):
@@ -157,16 +159,16 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     func = view.graph_def.library.function.add()
     func.signature.name = function_name
     func.signature.is_stateful = stateful
-    taken = set(member_set)
+    taken: set[str] = set()  # the names given so far; member names are taken too
     arg_names: dict[str, str] = {}
     for ref, arg in arg_of.items():
-        arg_names[arg] = _free_name(arg, taken)
+        arg_names[arg] = _free_name(arg, taken, member_set)
     for (ref, arg), dtype in zip(arg_of.items(), arg_types):
         func.signature.input_arg.add(name=arg_names[arg], type=dtype)
     out_names = []
     for ref, index in sorted(returned.items(), key=lambda item: item[1]):
         port = outputs_of[ref.node][ref.port]
-        out_name = _free_name(f"output_{index}", taken)
+        out_name = _free_name(f"output_{index}", taken, member_set)
         out_names.append(out_name)
         func.signature.output_arg.add(name=out_name, type=port.dtype)
         func.ret[out_name] = port.function_output(ref.node)
@@ -180,7 +182,6 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
 
     # The member attrs go in as one serialized NodeDef merged into each body node (map entries by key).
     marks = node_def_pb2.NodeDef(attr=member_attrs or {}).SerializeToString() if member_attrs else b""
-    inside: dict[str, str] = {}  # input text of a member's output -> how the body names it
     for name in member_order:
         body = func.node_def.add()
         body.CopyFrom(view.node(name))
@@ -191,11 +192,8 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
             if ref.node in member_set:
                 if ref.port == CONTROL_PORT:
                     body_inputs.append(text)
-                else:
-                    named = inside.get(text)
-                    if named is None:
-                        named = inside[text] = outputs_of[ref.node][ref.port].function_output(ref.node)
-                    body_inputs.append(named)
+                else:  # formatted at each read: a dict of them was a fifth of a rewrite's peak
+                    body_inputs.append(outputs_of[ref.node][ref.port].function_output(ref.node))
             elif ref.port != CONTROL_PORT:
                 body_inputs.append(arg_names[arg_of[ref]])
         body.input.extend(body_inputs)
@@ -241,10 +239,10 @@ def _edge_type(view: GraphView, ref: TensorRef, consumer, position: int, library
     return input_ports(consumer, library)[data_position].dtype
 
 
-def _free_name(base: str, taken: set[str]) -> str:
+def _free_name(base: str, taken: set[str], members: set[str]) -> str:
     name = _ARG_NAME.sub("_", base.lower())
     candidate, suffix = name, 1
-    while candidate in taken:
+    while candidate in taken or candidate in members:
         candidate = f"{name}_{suffix}"
         suffix += 1
     taken.add(candidate)
