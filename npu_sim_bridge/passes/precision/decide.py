@@ -174,7 +174,7 @@ class Decider:
     def __init__(self, view, library, lists, mode: ModeInfo, fetched=(), fed=(), preserved=(),
                  functions=None, host=()):
         self.view = view
-        self.host = frozenset(host)
+        self.host = host  # placement's set (not copied: a large part of the graph on BERT)
         self.library = library
         self.lists = lists
         self.mode = mode
@@ -186,7 +186,7 @@ class Decider:
         self.edges: dict[str, list] = {}
         self.must_keep_failures: list[tuple[str, str, int]] = []
         # Nodes decided by their name or their own attrs, never from a template (see _classify).
-        self._named_nodes = self.fed | self.fetched | self.preserved | self.host
+        self._named_sets = (self.fed, self.fetched, self.preserved, self.host)
         # port key -> (the plan of the first node with that key, whether it failed must_keep_origin_dtype)
         self._templates: dict[tuple, tuple[Plan, bool]] = {}
 
@@ -236,7 +236,7 @@ class Decider:
         """The node's port key when its plan may be copied from another node's, else None."""
         op = node.op
         marks = _marks_that_decide(op)
-        if marks is None or op in self.functions or name in self._named_nodes:
+        if marks is None or op in self.functions or any(name in named for named in self._named_sets):
             return None
         attrs = node.attr
         for mark in marks:
@@ -419,9 +419,8 @@ class Decider:
         edges = self.edges.get(name)
         if edges is None:
             plan = self.plans[name]
-            node = self.view.node(name)
             edges = []
-            for position, text in enumerate(node.input):
+            for position, text in enumerate(self.view.input_texts(name)):  # the view's str objects
                 if text.startswith("^"):
                     break
                 if position < len(plan.sig.inputs) and plan.sig.inputs[position].is_float:
