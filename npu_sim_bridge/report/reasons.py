@@ -87,6 +87,9 @@ def host(code: str, **details) -> Reason:
     return Reason(full if full is not None else "host." + code, details)
 
 
-def as_reason(value: "Reason | str") -> Reason:
-    """A Reason for a value that passes still give as text."""
-    return value if isinstance(value, Reason) else Reason("text", {"text": value})
+def as_reason(value: "Reason | str | object") -> Reason:
+    """A Reason for a value that passes still give as text (or as an object that formats its text
+    when read, for reasons that name a node)."""
+    if isinstance(value, Reason):
+        return value
+    return Reason("text", {"text": value if isinstance(value, str) else str(value)})

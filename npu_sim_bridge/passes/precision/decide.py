@@ -79,6 +79,21 @@ class PrecisionModeError(UnsupportedGraphError, ConfigError):
     """The precision mode cannot be honoured for ops of this graph (must_keep_origin_dtype)."""
 
 
+class FollowsText:
+    """The reason of a node that follows another's dtype, formatted when the report is read:
+    "<head>: follows <node>", with " (<dtype>)" when given (a sentence naming a node, per gray and
+    pass-through node, was a tenth of BERT's peak)."""
+
+    __slots__ = ("head", "node", "dtype")
+
+    def __init__(self, head: str, node: str, dtype: str | None = None):
+        self.head, self.node, self.dtype = head, node, dtype
+
+    def __str__(self) -> str:
+        text = f"{self.head}: follows {self.node}"
+        return f"{text} ({self.dtype})" if self.dtype else text
+
+
 @dataclasses.dataclass(slots=True)
 class Plan:
     """What the precision pass does with one node."""
@@ -92,7 +107,7 @@ class Plan:
     colour: str | None = None
     rule: str = ""
     npu: int | None = None            # dtype on the NPU (the report's dtype_after)
-    reason: str = ""
+    reason: "str | FollowsText" = ""
     vote: int = NONE
     follows: str | None = None
     cube_split: bool = False          # cube_fp16in_fp32out: float16 inputs, float32 output
@@ -189,6 +204,9 @@ class Decider:
         self._named_sets = (self.fed, self.fetched, self.preserved, self.host)
         # port key -> (the plan of the first node with that key, whether it failed must_keep_origin_dtype)
         self._templates: dict[tuple, tuple[Plan, bool]] = {}
+        # One str per reason text: the plans (and the report rows made from them) of a graph's hundreds
+        # of variables, sources and host nodes share a handful of texts.
+        self._shared_text = {}.setdefault
 
     # ----------------------------------------------------------------- driver
     def run(self) -> dict[str, Plan]:
@@ -325,7 +343,7 @@ class Decider:
                 plan.orig = dtype
 
     def _keep(self, plan: Plan, role: str, vote: int, reason: str) -> Plan:
-        plan.role, plan.vote, plan.reason, plan.npu = role, vote, reason, plan.orig
+        plan.role, plan.vote, plan.reason, plan.npu = role, vote, self._shared_text(reason, reason), plan.orig
         if plan.port_npu is None and plan.orig is None:
             plan.npu = None
         return plan
@@ -502,18 +520,19 @@ class Decider:
             elif plan.port_votes is not None:
                 plan.reason = "pass-through: each output follows its input"
             elif plan.follows is not None:
-                plan.reason = f"pass-through: follows {self._named(plan.follows)}"
+                plan.reason = FollowsText("pass-through", self._named(plan.follows))
             else:
                 plan.reason = "pass-through: no decided input"
 
-    def _gray_reason(self, plan: Plan) -> str:
-        head = "gray" if plan.rule == "gray list" else f"gray ({plan.rule})"
+    def _gray_reason(self, plan: Plan) -> "str | FollowsText":
+        head = "gray" if plan.rule == "gray list" else self._shared_text(f"gray ({plan.rule})", f"gray ({plan.rule})")
         named = self._named(plan.follows)
         if plan.vote == LOW:
-            return f"{head}: follows {named}"
+            return FollowsText(head, named)
         if plan.vote == HIGH:
-            return f"{head}: follows {named} ({name_of(self.plans[named].npu) or 'float32'})"
-        return f"{head}: no decided float input, keeps {name_of(plan.orig)}"
+            return FollowsText(head, named, name_of(self.plans[named].npu) or "float32")
+        text = f"{head}: no decided float input, keeps {name_of(plan.orig)}"
+        return self._shared_text(text, text)
 
     def _match_loop_merges(self) -> None:
         """A NextIteration feeding a lowered Merge carries the Merge's dtype (casts go before it)."""
