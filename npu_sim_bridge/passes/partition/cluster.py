@@ -126,8 +126,8 @@ class _Units:
                 self.frame.append(top if key[0] == "frame" else "")
             self.nodes[unit].append(name)
             self.of[name] = unit
-        records = view.records()
-        back_edge_sources = {name for name, op, _ in records if op in BACK_EDGE_OPS}
+        ops = list(map(view.op, order))  # not view.records(): its input tuples were a third of the peak
+        back_edge_sources = {name for name, op in zip(order, ops) if op in BACK_EDGE_OPS}
         if len(self.nodes) == len(order):  # every node a unit of its own, numbered in `order`
             self.succ, self.pred = self._single_node_links(view, order, back_edge_sources)
         else:
@@ -136,7 +136,7 @@ class _Units:
         # graph has v1 conds (a control edge is tied only through a cond guard).
         self._names = order
         self.back_edge_sources = back_edge_sources  # the NextIteration nodes: their edges run back
-        self.has_switch = any(op in SWITCH_OPS for _, op, _ in records)  # a v1 cond somewhere
+        self.has_switch = not SWITCH_OPS.isdisjoint(ops)  # a v1 cond somewhere
         self.order, self.stuck = self._topological()
 
     def edges_across(self, view: GraphView, segment: Sequence[int]) -> list[tuple[str, int, str, int, int]]:
@@ -159,31 +159,41 @@ class _Units:
                 found.append((producer, port, name, source, target))
         return found
 
-    def _links(self, view: GraphView, back_edge_sources: set[str]) -> tuple[list[list[int]], list[list[int]]]:
-        """Each unit's successor and predecessor units, sorted, from the consumer index."""
+    def _links(self, view: GraphView, back_edge_sources: set[str]) -> tuple[list[Sequence[int]], list[Sequence[int]]]:
+        """Each unit's successor and predecessor units, sorted, from the consumer index (a set is made
+        only for a unit that has an edge: an empty one per unit was twice the GraphDef)."""
         unit_of = self.of
-        succ: list[set[int]] = [set() for _ in self.nodes]
-        pred: list[set[int]] = [set() for _ in self.nodes]
+        succ: list = [None] * len(self.nodes)
+        pred: list = [None] * len(self.nodes)
         for producer, users in view.consumer_index().items():
             source = unit_of.get(producer)
             if source is None or not users or producer in back_edge_sources:
                 continue
             targets = {unit_of[user] for user in edges(users)}  # the sets are built in C
             targets.discard(source)
-            succ[source] |= targets
+            if not targets:
+                continue
+            if succ[source] is None:
+                succ[source] = targets
+            else:
+                succ[source] |= targets
             for target in targets:
-                pred[target].add(source)
-        return [sorted(s) for s in succ], [sorted(p) for p in pred]
+                if pred[target] is None:
+                    pred[target] = {source}
+                else:
+                    pred[target].add(source)
+        return _sorted_lists(succ), _sorted_lists(pred)
 
     def _single_node_links(self, view: GraphView, order: list[str],
-                           back_edge_sources: set[str]) -> tuple[list[list[int]], list[list[int]]]:
+                           back_edge_sources: set[str]) -> tuple[list[Sequence[int]], list[Sequence[int]]]:
         """`_links` when unit i is node order[i]: a node's consumers are its unit's successors, and
-        going through the sources in unit order lists each unit's predecessors already sorted."""
+        going through the sources in unit order lists each unit's predecessors already sorted. A unit
+        without any holds the one empty tuple (an empty list per unit was a tenth of the peak)."""
         unit_at = self.of.__getitem__
         consumers = view.consumer_index()
-        succ: list[list[int]] = [[] for _ in order]
-        pred: list[list[int]] = [[] for _ in order]
-        for source, name in enumerate(order):
+        succ: list = [()] * len(order)
+        pred: list = [()] * len(order)
+        for source, name in zip(shared_ints.counting(0, len(order)), order):  # the numbers `of` holds
             users = consumers.get(name)
             if not users or name in back_edge_sources:
                 continue
@@ -193,7 +203,11 @@ class _Units:
                 targets.remove(source)
             succ[source] = targets
             for target in targets:
-                pred[target].append(source)
+                sources = pred[target]
+                if sources.__class__ is tuple:
+                    pred[target] = [source]
+                else:
+                    sources.append(source)
         return succ, pred
 
     def _topological(self) -> tuple[Sequence[int], list[int]]:
@@ -218,6 +232,11 @@ class _Units:
                     heapq.heappush(heap, user)
         stuck = [u for u in range(len(self.nodes)) if pending[u] > 0]
         return order, stuck
+
+
+def _sorted_lists(sets: list) -> list[Sequence[int]]:
+    """Each set as a sorted list, None as the empty tuple (one object for all)."""
+    return [sorted(units) if units else () for units in sets]
 
 
 _UNKNOWN = object()
