@@ -26,6 +26,10 @@ reading inserted Casts as transparent and retyped nodes at their original dtype.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator
+from itertools import chain
+
 from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
@@ -47,6 +51,33 @@ EXACT_OPS = frozenset({
 })
 
 
+class Inserted:
+    """The Casts (and rounding kernels) a Rewriter inserted, in order: (name, source tensor, SrcT,
+    DstT, kind) each. Held as columns (the dtypes and kinds as small codes), not a tuple per Cast:
+    the 30k-node synthetic graph gets 20k of them."""
+
+    _KINDS = ("cast", "round")
+
+    def __init__(self):
+        self.names: list[str] = []
+        self._sources: list[TensorRef] = []
+        self._codes = array("H")  # SrcT, DstT, kind per Cast
+
+    def append(self, name: str, source: TensorRef, src: int, dst: int, kind: str) -> None:
+        self.names.append(name)
+        self._sources.append(source)
+        self._codes.extend((src, dst, self._KINDS.index(kind)))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[tuple[str, TensorRef, int, int, str]]:
+        codes, kinds = self._codes, self._KINDS
+        for index, (name, source) in enumerate(zip(self.names, self._sources)):
+            at = 3 * index
+            yield name, source, codes[at], codes[at + 1], kinds[codes[at + 2]]
+
+
 class Rewriter:
     """Rewrites one graph (or function body) as its Plans say."""
 
@@ -61,12 +92,12 @@ class Rewriter:
         self.functions = functions or {}
         # {(DstT, kind): {tensor: the Cast's output}}: a dict per kind of Cast, so no key tuple per Cast
         self.created: dict[tuple[int, str], dict[TensorRef, TensorRef]] = {}
-        self.inserted: list[tuple[str, TensorRef, int, int, str]] = []  # (name, source, SrcT, DstT, kind)
+        self.inserted = Inserted()
         self.casts_inserted = 0
         self.round_trips = 0
         self.retyped = 0
         self.retyped_names: set[str] = set()
-        self.dirty: set[str] = set()
+        self.dirty: set[str] = set()  # the nodes apply() looked at: check_types checks them and the inserted ones
         self._sigs: dict[str, ports.Signature] = {}
 
     # ------------------------------------------------------------ dtype rules
@@ -129,7 +160,7 @@ class Rewriter:
                 dirty.update(self.view.consumers(name))
         for name in [name for name in self.view.names() if name in dirty]:
             self._convert_inputs(name)
-        dirty.update(name for name, *_ in self.inserted)
+
 
     def check_types(self) -> None:
         """Every data edge into a changed node or an inserted Cast carries the dtype the consumer expects.
@@ -137,7 +168,7 @@ class Rewriter:
         TensorFlow silently runs the original graph when a rewritten one does not type-check, so a
         mismatch here is raised instead (it would be a bug of this pass).
         """
-        for name in sorted(self.dirty):
+        for name in sorted(chain(self.dirty, self.inserted.names)):  # two distinct sets of names
             node = self.view.get(name)
             if node is None:
                 continue
@@ -283,7 +314,7 @@ class Rewriter:
         node.attr[INSERTED_ATTR].b = True
         self.view.add_node(node, name, inputs)
         self.casts_inserted += 1
-        self.inserted.append((name, ref, src, dst, kind))
+        self.inserted.append(name, ref, src, dst, kind)
         if kind == "round":
             self.round_trips += 1
         made = created[ref] = parse_input(name)  # the view parses the same str: one TensorRef for both
