@@ -57,3 +57,20 @@ def test_an_inserted_node_reads_its_sentence_only_when_asked():
     decision.add_reason("more")
     assert decision.reason == "inserted by precision: Cast of mm; more"
     assert decision.to_dict()["reasons"] == [{"code": "text", "text": "more"}]
+
+
+def test_inserted_texts_of_several_kinds_keep_their_own_sentences():
+    """The table keeps an inserted node's text as a code for (pass, what) and its source: rows of
+    different kinds, and a row whose text is set again, read their own sentence."""
+    records = Decisions()
+    records.add("a/Cast", "Cast", text=InsertedText("precision", "Cast", TensorRef("a", 0)))
+    records.add("b/Round", "NpuSimRound", text=InsertedText("precision", "float16 round trip", TensorRef("b", 1)))
+    records.add("c/Cast", "Cast", text=InsertedText("precision", "Cast", TensorRef("c", 2)))
+    records.add("plain", "Relu", text="a plain text")
+    assert [records[name].reason for name in ("a/Cast", "b/Round", "c/Cast", "plain")] == [
+        "inserted by precision: Cast of a", "inserted by precision: float16 round trip of b:1",
+        "inserted by precision: Cast of c:2", "a plain text"]
+    records.add("b/Round", "NpuSimRound", text="set again")
+    records["a/Cast"].reason = "rewritten"
+    assert records["b/Round"].reason == "set again" and records["a/Cast"].reason == "rewritten"
+    assert records["c/Cast"].reason == "inserted by precision: Cast of c:2"

@@ -27,7 +27,8 @@ FIELDS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geo
 
 class InsertedText:
     """The text of a node a pass inserted, rendered when read: "inserted by <pass>: <what> of <source>"
-    (a pass inserting thousands of Casts keeps two references a node, not a sentence)."""
+    (a pass inserting thousands of Casts keeps two references a node, not a sentence). A table keeps
+    it as a code for (pass, what) and the source, not as this object."""
 
     __slots__ = ("by", "what", "source")
 
@@ -50,10 +51,14 @@ class Decisions(Mapping):
         self._coded = {field: array("I") for field in _CODED}
         # As passes gave them: none (the empty tuple), the one reason, or a list of two or more.
         self._reasons: list = []
-        # The text of the first `_rendered[row]` reasons, or text set directly (a str, an
-        # InsertedText, or None for none).
+        # The text of the first `_rendered[row]` reasons, or text set directly (a str, or None for
+        # none), or the source of an inserted node while `_inserted[row]` is not 0.
         self._texts: list = []
         self._rendered = array("I")
+        # Per row: 0, or 1 + the index in `_inserted_kinds` of the (pass, what) of an inserted node
+        # (its InsertedText, taken apart: an object per inserted Cast was a twentieth of the peak).
+        self._inserted = array("H")
+        self._inserted_kinds: list[tuple[str, str]] = []
 
     # ------------------------------------------------------------- mapping
     def __getitem__(self, name: str) -> "NodeDecision":
@@ -90,7 +95,7 @@ class Decisions(Mapping):
         fields = {field: source._value(field, row) for field in _CODED}
         new = self.add(name, source._ops[row], **fields)
         self._reasons[new] = source._reasons[row]
-        self._texts[new] = source._texts[row]
+        self._set_text(new, source._text(row))
         self._rendered[new] = source._rendered[row]
         decision._table, decision._row = self, new
 
@@ -108,15 +113,35 @@ class Decisions(Mapping):
             for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
                 self._coded[field].append(self._code(value))
             self._reasons.append(_NO_REASONS if reasons is None else reasons)
-            self._texts.append(text)
+            self._texts.append(None)
+            self._inserted.append(0)
+            self._set_text(row, text)
             self._rendered.append(0)
             return row
         self._ops[row] = op
         for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
             self._coded[field][row] = self._code(value)
         self._reasons[row] = _NO_REASONS if reasons is None else reasons
-        self._texts[row], self._rendered[row] = text, 0
+        self._set_text(row, text)
+        self._rendered[row] = 0
         return row
+
+    def _set_text(self, row: int, text) -> None:
+        """Set a row's text: a str, None, or an InsertedText (kept as a code and its source)."""
+        if isinstance(text, InsertedText):
+            kind = (text.by, text.what)
+            if kind not in self._inserted_kinds:
+                self._inserted_kinds.append(kind)
+            self._texts[row], self._inserted[row] = text.source, 1 + self._inserted_kinds.index(kind)
+        else:
+            self._texts[row], self._inserted[row] = text, 0
+
+    def _text(self, row: int):
+        """A row's text as set: a str, None, or an InsertedText made again from its code."""
+        code = self._inserted[row]
+        if code:
+            return InsertedText(*self._inserted_kinds[code - 1], self._texts[row])
+        return self._texts[row]
 
     def extend(self, names: list[str], ops: list[str], dtypes: Iterable[str | None]) -> None:
         """Rows for nodes with no decision yet, their dtype unchanged (a graph's records as it came)."""
@@ -134,6 +159,7 @@ class Decisions(Mapping):
             self._coded[field].extend(empty)
         self._reasons.extend([_NO_REASONS] * len(names))
         self._texts.extend([None] * len(names))
+        self._inserted.extend(array("H", bytes(2 * len(names))))
         self._rendered.extend(array("I", bytes(4 * len(names))))
 
     def column(self, field: str) -> list:
@@ -183,9 +209,10 @@ class Decisions(Mapping):
             self._reasons[row] = [held, reason]
 
     def reason(self, row: int) -> str:
-        text = self._texts[row]
+        text = self._text(row)
         if text is not None and not isinstance(text, str):
-            self._texts[row] = text = str(text)
+            text = str(text)
+            self._set_text(row, text)
         if self._rendered[row] < self._count(row):
             reasons = self._list(row)
             for index in range(self._rendered[row], len(reasons)):
@@ -194,11 +221,13 @@ class Decisions(Mapping):
                     value = reasons[index] = as_reason(value)
                 part = value.text()
                 text = f"{text}; {part}" if text else part
-            self._texts[row], self._rendered[row] = text, len(reasons)
+            self._set_text(row, text)
+            self._rendered[row] = len(reasons)
         return text or ""
 
     def set_reason(self, row: int, text: str) -> None:
-        self._texts[row], self._rendered[row] = text, self._count(row)
+        self._set_text(row, text)
+        self._rendered[row] = self._count(row)
 
     def reasons(self, row: int) -> "list[Reason]":
         if self._reasons[row] is _NO_REASONS:
