@@ -254,7 +254,9 @@ class Decider:
         """The node's port key when its plan may be copied from another node's, else None."""
         op = node.op
         marks = _marks_that_decide(op)
-        if marks is None or op in self.functions or any(name in named for named in self._named_sets):
+        fed, fetched, preserved, host = self._named_sets
+        if (marks is None or op in self.functions or name in fed or name in fetched or name in preserved
+                or name in host):
             return None
         attrs = node.attr
         for mark in marks:
