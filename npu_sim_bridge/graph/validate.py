@@ -14,6 +14,7 @@ from typing import Iterable, Union
 from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
+from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.view import edges
@@ -40,19 +41,19 @@ def _records(graph: GraphLike) -> Records:
     return graph.records()
 
 
-def _kahn(records: Records, pending: list[int], users: list[list[int]]) -> tuple[list[str], list[str]]:
+def _kahn(names: list[str], pending: list[int], users: list[list[int]]) -> tuple[list[str], list[str]]:
     """Release nodes whose pending count reaches zero, earliest in the GraphDef first."""
     ready = [i for i, count in enumerate(pending) if count == 0]
     heapq.heapify(ready)
     order: list[str] = []
     while ready:
         index = heapq.heappop(ready)
-        order.append(records[index][0])
+        order.append(names[index])
         for user in users[index]:
             pending[user] -= 1
             if pending[user] == 0:
                 heapq.heappush(ready, user)
-    stuck = [records[i][0] for i, count in enumerate(pending) if count > 0]
+    stuck = [names[i] for i, count in enumerate(pending) if count > 0]
     return order, stuck
 
 
@@ -70,7 +71,7 @@ def _order(records: Records) -> tuple[list[str], list[str]]:
                 continue
             pending[index] += 1
             users[where].append(index)
-    return _kahn(records, pending, users)
+    return _kahn([name for name, _, _ in records], pending, users)
 
 
 def _order_view(view) -> tuple[list[str], list[str]]:
@@ -80,27 +81,29 @@ def _order_view(view) -> tuple[list[str], list[str]]:
     write), that order is the answer: Kahn's, taking the earliest ready node first, gives it back. One
     sweep over the index shows it, with no queue.
     """
-    records = view.records()
-    position = {name: i for i, (name, _, _) in enumerate(records)}
-    if _runs_forward(records, position, view.consumer_index()):
-        return [name for name, _, _ in records], []
-    users: list[list[int]] = [[] for _ in records]
+    names = view.names()  # and the ops: not view.records(), whose tuples were a tenth of the peak
+    ops = list(map(view.op, names))
+    position = dict(zip(names, shared_ints.counting(0, len(names))))
+    if _runs_forward(ops, position, view.consumer_index()):
+        return names, []
+    users: list = [()] * len(names)
     for producer, consumers in view.consumer_index().items():
         where = position.get(producer)
-        if where is None or not consumers or records[where][1] in BACK_EDGE_OPS:
+        if where is None or not consumers or ops[where] in BACK_EDGE_OPS:
             continue
         users[where] = [position[consumer] for consumer in edges(consumers)]  # one per edge, as pending counts
     counts = Counter(itertools.chain.from_iterable(users))  # edges into each node, counted in C
-    pending = [counts.get(index, 0) for index in range(len(records))]
-    return _kahn(records, pending, users)
+    pending = [counts.get(index, 0) for index in range(len(names))]
+    return _kahn(names, pending, users)
 
 
-def _runs_forward(records: Records, position: dict[str, int], consumers: "dict[str, str | list[str]]") -> bool:
-    """Whether each edge (loop back edges aside) goes from a node to one later in GraphDef order."""
+def _runs_forward(ops: list[str], position: dict[str, int], consumers: "dict[str, str | list[str]]") -> bool:
+    """Whether each edge (loop back edges aside) goes from a node to one later in GraphDef order
+    (`ops` and `position`: each node's op and place in that order)."""
     at = position.__getitem__
     for producer, users in consumers.items():
         where = position.get(producer)
-        if where is None or not users or records[where][1] in BACK_EDGE_OPS:
+        if where is None or not users or ops[where] in BACK_EDGE_OPS:
             continue
         if (at(users) if users.__class__ is str else min(map(at, users))) <= where:
             return False

@@ -64,14 +64,14 @@ class FusionPass(GraphPass):
         env = FusionEnv(candidate=candidate, protected=ctx.item.protected_nodes,
                         native_fp16=(ctx.options.get("sim_fp16_execution") or "emulate") == "native")
         fired, off, refused = Counter(), Counter(), Counter()
-        ops = None  # (name, op) of every node, read again only after a rule has rewritten the graph
+        names = ops = None  # every node and its op, read again only after a rule has rewritten the graph
         for rule in rules:
             state = states[rule.name]
             roots = rule.root_ops
-            if ops is None:
+            if names is None:
                 names = view.graph_order_names()
-                ops = list(zip(names, map(view.op, names)))
-            for name in [name for name, op in ops if roots is None or op in roots]:
+                ops = list(map(view.op, names))  # two lists, not a (name, op) tuple per node
+            for name in [name for name, op in zip(names, ops) if roots is None or op in roots]:
                 node = view.get(name)
                 match = rule.match(view, node) if node is not None else None
                 if match is None:
@@ -87,7 +87,7 @@ class FusionPass(GraphPass):
                     continue
                 fused = rule.rewrite(view, match, env)
                 fired[rule.name] += 1
-                ops = None
+                names = None
                 self._report(ctx, fused, rule, match)
         stats.update(fused=dict(fired), switched_off=dict(off), not_fired=dict(refused))
         return PassResult(changed=bool(fired), stats=stats)
