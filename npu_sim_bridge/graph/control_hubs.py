@@ -52,18 +52,18 @@ class Hub:
                                     attr={HUB_ATTR: attr_value_pb2.AttrValue(i=len(self.readers))})
 
 
-def plan_hubs(names: Sequence[str], inputs: "Sequence[str | tuple[str, ...]]", place: Mapping[str, int],
+def plan_hubs(place: Mapping[str, int], inputs: "Sequence[str | tuple[str, ...]]",
               op_of: Callable[[str], str]) -> list[Hub]:
-    """The hubs a graph should gain. `names` and `inputs`: every node's name and its input strings as
-    the view holds them (graph.table.held_inputs), in GraphDef order; `place`: each node's place in
-    that order; `op_of` gives a node's op.
+    """The hubs a graph should gain. `place`: every node's place in GraphDef order (its keys in that
+    order); `inputs`: by place, each node's input strings as the view holds them
+    (graph.table.held_inputs); `op_of` gives a node's op.
 
     A hub stands for a set of at least MIN_SHARED control inputs that several nodes have as their whole
     run of control inputs; a node whose control inputs hold that run among others waits on the hub for
     those too. Cheap where nothing is shared: a node is looked at only if its last input is a control input.
     """
     groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
-    for name, texts in zip(names, inputs):
+    for name, texts in zip(place, inputs):
         count = len(texts)
         if count < MIN_SHARED or texts.__class__ is str or texts[-1][0] != "^":
             continue

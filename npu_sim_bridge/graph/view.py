@@ -418,7 +418,7 @@ class GraphView:
             duplicates = {name for name in names if name in seen or seen.add(name)}
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(duplicates)[:10]))
-        hubs = control_hubs.plan_hubs(names, inputs, self._at, self.op) if gather_control_inputs else []
+        hubs = control_hubs.plan_hubs(self._at, inputs, self.op) if gather_control_inputs else []
         consumers = None
         if hubs:  # the hubs take most control edges away (ResNet-50: 78k of 92k): index what is left
             self._gather(hubs)

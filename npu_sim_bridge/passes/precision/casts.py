@@ -161,7 +161,6 @@ class Rewriter:
         for name in [name for name in self.view.names() if name in dirty]:
             self._convert_inputs(name)
 
-
     def check_types(self) -> None:
         """Every data edge into a changed node or an inserted Cast carries the dtype the consumer expects.
 
