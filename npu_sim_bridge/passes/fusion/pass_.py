@@ -73,7 +73,7 @@ class FusionPass(GraphPass):
                 ops = list(map(view.op, names))  # two lists, not a (name, op) tuple per node
             for name in [name for name, op in zip(names, ops) if roots is None or op in roots]:
                 node = view.get(name)
-                match = rule.match(view, node) if node is not None else None
+                match = rule.match(view, name, node) if node is not None else None
                 if match is None:
                     continue
                 if not state.on:
@@ -114,12 +114,15 @@ class FusionPass(GraphPass):
 
     @staticmethod
     def _report(ctx, fused, rule, match) -> None:
+        # The fused node keeps the root's name: match.root, the view's str (protobuf makes a new one
+        # at each read of fused.name, and the absorbed map would keep one per fused node).
+        root, op = match.root, fused.op
         parts = " + ".join(f"{name} ({op})" for name, op in fused_from(fused))
-        _note(ctx, fused.name, f"fused by {rule.name}: {parts} -> {fused.op}")
+        _note(ctx, root, f"fused by {rule.name}: {parts} -> {op}")
         absorbed = ctx.cache.setdefault(ABSORBED_CACHE, {})
         for name in match.nodes[:-1]:
-            absorbed[name] = fused.name
-            _note(ctx, name, f"fused into {fused.name} ({fused.op}) by {rule.name}")
+            absorbed[name] = root
+            _note(ctx, name, f"fused into {root} ({op}) by {rule.name}")
 
     def finish(self, ctx: PassContext) -> None:
         """A node fused away runs as part of its fused op: it takes that op's list, dtype, placement and GeOp."""

@@ -64,7 +64,8 @@ class FusionRule:
     # The op types the last node of a match has (None: any); a rewrite never makes a node of one.
     root_ops: frozenset | None = None
 
-    def match(self, view, node) -> Match | None:
+    def match(self, view, name: str, node) -> Match | None:
+        """The match rooted at node `name` (the view's str: a Match keeps it), else None."""
         raise NotImplementedError
 
     def check(self, view, match: Match, env: FusionEnv) -> str | None:
@@ -119,25 +120,36 @@ def _history(node) -> list[str]:
 def _controls(view, names) -> list[str]:
     found = []
     for name in names:
-        for text in view.node(name).input:
+        for text in view.input_texts(name):
             if text.startswith("^") and text[1:] not in names and text not in found:
                 found.append(text)
     return found
 
 
-def _data_inputs(node) -> list[str]:
-    return [text for text in node.input if not text.startswith("^")]
+def _data_inputs(view, name: str) -> list[str]:
+    """A node's data input strings, the ones the view holds (protobuf makes a new str at each read, and
+    the fused node keeps these: new ones were a twentieth of the rewrite's peak on a graph that fuses
+    everywhere)."""
+    return [text for text in view.input_texts(name) if text[0] != "^"]
 
 
-def _producer(view, node, position: int = 0):
-    """The node feeding data input `position` of `node` at output 0, else None."""
-    data = _data_inputs(node)
+def _with_bias_inputs(view, match: Match) -> tuple[list[str], list[str]]:
+    """The inputs of an op fused with its BiasAdd: the op's two data inputs, then the bias; and the
+    control inputs of both."""
+    op_name, bias_add = match.nodes
+    return _data_inputs(view, op_name)[:2] + [_data_inputs(view, bias_add)[1]], _controls(view, match.nodes)
+
+
+def _producer(view, name: str, position: int = 0):
+    """(name, node) of the node feeding data input `position` of node `name` at output 0, else None."""
+    data = _data_inputs(view, name)
     if position >= len(data):
         return None
     ref = parse_input(data[position])
     if ref.port != 0:
         return None
-    return view.get(ref.node)
+    node = view.get(ref.node)
+    return None if node is None else (ref.node, node)
 
 
 def with_defaults(op: str, attrs: dict) -> dict:
@@ -220,13 +232,13 @@ class MatMulBiasAddFusionPass(FusionRule):
                    "before the result is rounded to float16")
     root_ops = frozenset({"BiasAdd"})
 
-    def match(self, view, node):
+    def match(self, view, name, node):
         if not _is_bias_add(node):
             return None
-        producer = _producer(view, node)
-        if producer is None or producer.op != "MatMul":
+        producer = _producer(view, name)
+        if producer is None or producer[1].op != "MatMul":
             return None
-        return Match((producer.name, node.name))
+        return Match((producer[0], name))
 
     def check(self, view, match, env):
         bias_add = view.node(match.root)
@@ -235,8 +247,7 @@ class MatMulBiasAddFusionPass(FusionRule):
         return super().check(view, match, env)
 
     def fused_inputs(self, view, match):
-        matmul, bias_add = (view.node(name) for name in match.nodes)
-        return _data_inputs(matmul)[:2] + [_data_inputs(bias_add)[1]], _controls(view, match.nodes)
+        return _with_bias_inputs(view, match)
 
     def fused_attrs(self, view, match):
         matmul = view.node(match.nodes[0])
@@ -256,13 +267,13 @@ class AABiasaddConvFusion(FusionRule):
     can_disable = False
     root_ops = frozenset({"BiasAdd"})
 
-    def match(self, view, node):
+    def match(self, view, name, node):
         if not _is_bias_add(node):
             return None
-        producer = _producer(view, node)
-        if producer is None or producer.op != "Conv2D":
+        producer = _producer(view, name)
+        if producer is None or producer[1].op != "Conv2D":
             return None
-        return Match((producer.name, node.name))
+        return Match((producer[0], name))
 
     def check(self, view, match, env):
         conv, bias_add = (view.node(name) for name in match.nodes)
@@ -280,8 +291,7 @@ class AABiasaddConvFusion(FusionRule):
         return super().check(view, match, env)
 
     def fused_inputs(self, view, match):
-        conv, bias_add = (view.node(name) for name in match.nodes)
-        return _data_inputs(conv)[:2] + [_data_inputs(bias_add)[1]], _controls(view, match.nodes)
+        return _with_bias_inputs(view, match)
 
     def fused_attrs(self, view, match):
         conv = view.node(match.nodes[0])
@@ -301,18 +311,21 @@ class _BiasAddReluFusion(FusionRule):
     activation = "Relu"
     root_ops = frozenset({activation})
 
-    def match(self, view, node):
+    def match(self, view, name, node):
         if node.op != self.activation:
             return None
-        producer = _producer(view, node)
-        if producer is None or producer.op != self.base_op or FUSION_ATTR not in producer.attr:
+        found = _producer(view, name)
+        if found is None:
+            return None
+        producer_name, producer = found
+        if producer.op != self.base_op or FUSION_ATTR not in producer.attr:
             return None
         if list(producer.attr["fused_ops"].list.s) != [b"BiasAdd"]:
             return None
-        return Match((producer.name, node.name))
+        return Match((producer_name, name))
 
     def fused_inputs(self, view, match):
-        return _data_inputs(view.node(match.nodes[0])), _controls(view, match.nodes)
+        return _data_inputs(view, match.nodes[0]), _controls(view, match.nodes)
 
     def fused_attrs(self, view, match):
         fused = view.node(match.nodes[0])
