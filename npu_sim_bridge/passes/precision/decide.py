@@ -265,22 +265,23 @@ class Decider:
         return port_key_of(op, attrs)
 
     def _classify_node(self, name: str, node, sig) -> Plan:
-        plan = Plan(name, node.op, SOURCE, sig)
+        op = self.view.op(name)  # the view's str: protobuf makes one at each read, and the plan keeps it
+        plan = Plan(name, op, SOURCE, sig)
         self._set_attrs(node, plan)
         keeps = _KEEPS.get(plan.orig, "keeps its dtype")
-        kind = self.library.not_compute_kind(node.op)
+        kind = self.library.not_compute_kind(op)
         has_ref = sig.reads_variable
 
         if is_inserted_conversion(node):
             plan.role, plan.reason = INSERTED, "inserted by the precision pass"
             return plan
-        if node.op == "Cast":
+        if op == "Cast":
             return self._classify_cast(node, plan)
-        if node.op in SOURCE_OPS or kind == "source":
+        if op in SOURCE_OPS or kind == "source":
             return self._keep(plan, SOURCE, NONE, f"source: {keeps}")
-        if node.op in ("VariableV2", "Variable", "VarHandleOp") or kind in _VARIABLE_KINDS:
+        if op in ("VariableV2", "Variable", "VarHandleOp") or kind in _VARIABLE_KINDS:
             return self._keep(plan, SOURCE, NONE, f"{kind or 'variable'}: {keeps}")
-        if node.op in SINK_OPS:
+        if op in SINK_OPS:
             return self._keep(plan, PINNED, HIGH, f"function result: {keeps}")
         if node.name in self.fed:
             return self._keep(plan, PINNED, NONE, f"fed: {keeps}")
@@ -292,7 +293,7 @@ class Decider:
             return self._keep(plan, PINNED, NONE, f"host: {keeps}")
         if KEEP_DTYPE_ATTR in node.attr and node.attr[KEEP_DTYPE_ATTR].b:
             return self._keep(plan, PINNED, HIGH, "keep_dtype_scope")
-        if node.op in FUNCTIONAL_OPS or node.op in self.functions:
+        if op in FUNCTIONAL_OPS or op in self.functions:
             return self._keep(plan, OPAQUE, NONE, "function call: keeps its signature dtypes (its body is rewritten)")
         if has_ref:
             return self._keep(plan, PINNED, NONE, f"reads or updates a variable: {keeps}")
@@ -300,15 +301,15 @@ class Decider:
             return self._keep(plan, OPAQUE, NONE, f"no type attr to change: {keeps}")
         if plan.orig is None:
             return self._keep(plan, OPAQUE, NONE, "type attrs of different float dtypes: keeps them")
-        if node.op in PLUMBING_OPS or kind == "pass_through":
+        if op in PLUMBING_OPS or kind == "pass_through":
             plan.role = PLUMBING
-            if node.op == "IdentityN":
+            if op == "IdentityN":
                 plan.port_votes = [NONE] * len(sig.outputs)
                 plan.port_npu = [p.dtype if p.is_float else None for p in sig.outputs]
             plan.npu = plan.orig
             return plan
 
-        base = FUSED_BASE.get(node.op, node.op)
+        base = FUSED_BASE.get(op, op)
         info = self.library.info(base)
         if info is None:
             note = self.library.no_op_info_note(base)
