@@ -16,26 +16,26 @@ DEVICE = "device"
 
 @dataclasses.dataclass
 class Placement:
-    """Host or device for every node of the graph (placement makes it; precision and partition read it)."""
+    """Host or device for every node placement saw (precision and partition read it): `seen` holds
+    them all, `host` those on the host; the others are on the device. Placement's own publication
+    reads both from its proposal (a dict of every node's side was a tenth of BERT's peak)."""
 
-    where: dict[str, str]
+    seen: Container[str]
+    host: Container[str]
+
+    @classmethod
+    def of(cls, where: Mapping[str, str]) -> "Placement":
+        """From {node: HOST or DEVICE}."""
+        return cls(where, {name for name, side in where.items() if side == HOST})
 
     def host_nodes(self) -> Container[str]:
-        """The nodes on the host, answered from `where` (a set of them was a seventh of BERT's peak)."""
-        return _OnHost(self.where)
+        return self.host
 
     def get(self, name: str) -> str | None:
-        return self.where.get(name)
-
-
-class _OnHost(Container):
-    __slots__ = ("_where",)
-
-    def __init__(self, where: dict[str, str]):
-        self._where = where
-
-    def __contains__(self, name: object) -> bool:
-        return self._where.get(name) == HOST
+        """HOST, DEVICE, or None for a node placement did not see."""
+        if name not in self.seen:
+            return None
+        return HOST if name in self.host else DEVICE
 
 
 @dataclasses.dataclass

@@ -73,9 +73,6 @@ class Proposal:
     rounds: int = 0
     layout: Layout | None = None
 
-    def placement(self, names) -> dict[str, str]:
-        return {name: HOST if name in self.host else DEVICE for name in names}
-
 
 class _Edge(NamedTuple):
     producer: str

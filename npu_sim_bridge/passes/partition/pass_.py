@@ -162,17 +162,22 @@ class PlacementPass(GraphPass):
         inherent: set[str] = set()
         host = _host_reasons(ctx, names, _candidate_test(ctx, functions), inherent)
         proposal = _propose(ctx, host, functions)
-        placement = proposal.placement(names)
-        ctx.publish(Placement(placement))
+        on_host = proposal.host
+        # Every node of `names` is in the layout's unit index, as the proposal saw them.
+        ctx.publish(Placement(seen=proposal.layout.unit_of, host=on_host))
         ctx.publish(Proposed(view.open_journal(), proposal, inherent))
+        hosted = 0
         for name in names:
             decision = _decision(ctx, name)
-            decision.placement = placement[name]
-            if name in proposal.host:
-                decision.add_reason(proposal.host[name])
-        counts = Counter(placement.values())
+            why = on_host.get(name)
+            if why is None:
+                decision.placement = cluster.DEVICE
+            else:
+                decision.placement = cluster.HOST
+                decision.add_reason(why)
+                hosted += 1
         return PassResult(changed=False, stats={
-            "host": counts.get(cluster.HOST, 0), "device": counts.get(cluster.DEVICE, 0),
+            "host": hosted, "device": len(names) - hosted,
             "segments": len(proposal.segments), "rounds": proposal.rounds})
 
     def _function_body(self, ctx: PassContext, names) -> PassResult:
@@ -189,7 +194,7 @@ class PlacementPass(GraphPass):
             decision.placement = placement[name]
             if reason:
                 decision.add_reason(reason)
-        ctx.publish(Placement(placement))
+        ctx.publish(Placement.of(placement))
         return PassResult(changed=False, stats={"function_body": True})
 
     def _partitioned(self, ctx: PassContext, names) -> PassResult:
@@ -207,7 +212,7 @@ class PlacementPass(GraphPass):
             else:
                 placement[name] = decision.placement = cluster.HOST
                 decision.add_reason(reasons.host("outside_geops"))
-        ctx.publish(Placement(placement))
+        ctx.publish(Placement.of(placement))
         return PassResult(changed=False, stats={"already_partitioned": True})
 
 
@@ -274,7 +279,7 @@ class PartitionPass(GraphPass):
             geops.append(geop)
         view.compact()  # drop the outlined members now: the sweeps below go over the live nodes only
         forget_colocation(view)
-        ctx.publish(Placement({node.name: (cluster.DEVICE if GEOP_ATTR in node.attr else cluster.HOST)
+        ctx.publish(Placement.of({node.name: (cluster.DEVICE if GEOP_ATTR in node.attr else cluster.HOST)
                                for node in view.nodes()}))
         return geops
 
