@@ -15,7 +15,7 @@ from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import shared_ints
-from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.view import edges
 
@@ -65,7 +65,7 @@ def _order(records: Records) -> tuple[list[str], list[str]]:
     users: list[list[int]] = [[] for _ in records]
     for index, (_, _, inputs) in enumerate(records):
         for text in inputs:
-            producer = parse_input(text).node
+            producer = node_name(text)
             where = position.get(producer)
             if where is None or producer in back_edge:
                 continue
@@ -160,7 +160,7 @@ def validate_graph(graph: GraphLike, where: str = "graph",
     if duplicates:
         raise GraphValidationError(f"{where}: duplicate node names: {_listed(sorted(set(duplicates)))}")
     dangling = [f"{name} <- {text}" for name, _, inputs in records for text in inputs
-                if parse_input(text).node not in seen and parse_input(text).node not in allow_external]
+                if node_name(text) not in seen and node_name(text) not in allow_external]
     if dangling:
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
     _, stuck = _order(records)

@@ -21,7 +21,7 @@ from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import control_hubs, shared_ints
-from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
+from npu_sim_bridge.graph.names import TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.table import NodeTable, held_inputs, names_and_inputs
 
 
@@ -167,7 +167,7 @@ class GraphView:
 
     def producers(self, name: str) -> list[str]:
         """Names of the nodes a node reads (data and control inputs, in input order, repeats kept)."""
-        return [parse_input(text).node for text in self.input_texts(name)]
+        return [node_name(text) for text in self.input_texts(name)]
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
@@ -260,7 +260,7 @@ class GraphView:
         self._order[name] = None
         self.touched.add(name)
         for text in edges(inputs):
-            self._link(parse_input(text).node, name)
+            self._link(node_name(text), name)
         return stored
 
     def remove_node(self, name: str) -> None:
@@ -276,7 +276,7 @@ class GraphView:
         del self._order[name]
         held, self._inputs[at] = self._inputs[at], ()  # the place goes at `compact`
         for text in edges(held):
-            self._unlink(parse_input(text).node, name)
+            self._unlink(node_name(text), name)
         self._consumers.pop(name, None)
         self._removed.add(name)
         self.touched.discard(name)
@@ -296,12 +296,12 @@ class GraphView:
         new = ref if isinstance(ref, str) else format_input(ref)
         if self._journal is not None:
             self._note_rewired(name)
-        self._unlink(parse_input(node.input[index]).node, name)
+        self._unlink(node_name(node.input[index]), name)
         node.input[index] = new
         texts = list(edges(self._inputs[at]))
         texts[index] = new
         self._inputs[at] = held_inputs(texts)
-        self._link(parse_input(new).node, name)
+        self._link(node_name(new), name)
         self.touched.add(name)
 
     def add_input(self, name: str, ref: TensorRef | str) -> None:
@@ -323,14 +323,14 @@ class GraphView:
             node.input.insert(position, text)
             inputs.insert(position, text)
         self._inputs[at] = held_inputs(inputs)
-        self._link(parse_input(text).node, name)
+        self._link(node_name(text), name)
         self.touched.add(name)
 
     def remove_input(self, name: str, index: int) -> None:
         self._edits += 1
         at = self._at[name]
         node = self._stored[at]
-        producer = parse_input(node.input[index]).node
+        producer = node_name(node.input[index])
         if self._journal is not None:
             self._note_rewired(name)
         del node.input[index]
@@ -366,7 +366,7 @@ class GraphView:
             del self._order[name]
             held, self._inputs[at] = self._inputs[at], ()  # the place goes at `compact`
             for text in edges(held):
-                producer = parse_input(text).node
+                producer = node_name(text)
                 if producer not in gone:
                     self._unlink(producer, name)
             self._consumers.pop(name, None)
@@ -429,7 +429,7 @@ class GraphView:
             held = consumers.get
             for name, node_inputs in zip(self._at, inputs):  # _link inlined: this loop sees every edge
                 for text in (node_inputs,) if node_inputs.__class__ is str else node_inputs:
-                    producer = parse_input(text).node
+                    producer = node_name(text)
                     users = held(producer)
                     if users is None:
                         consumers[producer] = name

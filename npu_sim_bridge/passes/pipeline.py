@@ -24,7 +24,7 @@ from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError
 from npu_sim_bridge.fileio import unique_base, write_atomic
 from npu_sim_bridge.graph.control_hubs import Hub
 from npu_sim_bridge.graph import shared_ints
-from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.names import node_name, parse_input
 from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS
 from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.validate import validate_graph
@@ -128,9 +128,9 @@ def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None =
         try:
             return _run_pipeline(graph_def, options, item, remember, source_bytes, table)
         finally:
-            # The parsed input strings of this graph (graph.names caches them while the passes read
-            # them): a process keeps none of them after the rewrite (a 30k-node graph's were 11 MB);
-            # nor the shared numbers.
+            # The parsed input strings of this graph that name a port or a control edge (graph.names
+            # caches them while the passes read them): a process keeps none of them after the
+            # rewrite; nor the shared numbers.
             parse_input.cache_clear()
             shared_ints.release()
 
@@ -244,7 +244,7 @@ def _place_new_nodes(view: GraphView, report: Report) -> None:
     if not unplaced or not any(node.device for node in view.nodes()):
         return
     for node in unplaced:
-        neighbours = [parse_input(text).node for text in node.input] + view.consumers(node.name)
+        neighbours = [node_name(text) for text in node.input] + view.consumers(node.name)
         node.device = next((view.node(n).device for n in neighbours if view.node(n).device), "")
     fallback = next(node.device for node in view.nodes() if node.device)
     for node in unplaced:

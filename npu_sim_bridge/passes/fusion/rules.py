@@ -24,7 +24,7 @@ import functools
 from tensorflow.core.framework import attr_value_pb2, types_pb2
 from tensorflow.python.framework import kernels, op_def_registry
 
-from npu_sim_bridge.graph.names import on_gpu, parse_input
+from npu_sim_bridge.graph.names import node_name, on_gpu, parse_input
 from npu_sim_bridge.passes.fusion.marks import FUSED_NODES_ATTR, FUSION_ATTR, fusion_rules
 from npu_sim_bridge.passes.fusion.switch import GRAPH_FUSION, UB_FUSION
 
@@ -188,7 +188,7 @@ def _common_problems(view, match: Match, env: FusionEnv, fused_op: str) -> str |
     nodes = [view.node(name) for name in match.nodes]
     for node, following in zip(nodes, nodes[1:]):
         users = view.consumers(node.name)
-        reads = sum(1 for text in following.input if parse_input(text).node == node.name)
+        reads = sum(1 for text in following.input if node_name(text) == node.name)
         if users != [following.name] or reads != 1:
             others = [user for user in users if user != following.name]
             return (f"{node.name} ({node.op}) is also read by {', '.join(others[:3]) or following.name}; its own "

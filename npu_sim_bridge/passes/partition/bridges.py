@@ -25,7 +25,7 @@ from collections import defaultdict
 from tensorflow.core.framework import attr_value_pb2, node_def_pb2, tensor_pb2, types_pb2
 from tensorflow.core.framework import tensor_shape_pb2
 
-from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
+from npu_sim_bridge.graph.names import TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import SWITCH_OPS, VARIABLE_OPS
 from npu_sim_bridge.graph.view import GraphView
 
@@ -60,7 +60,7 @@ def variable_origin(view: GraphView, producer: str, port: int) -> str | None:
             return node.name
         if node.op not in _PASS_THROUGH_HANDLE_OPS or not node.input:
             return None
-        name = parse_input(node.input[0]).node
+        name = node_name(node.input[0])
         seen += 1
     return None
 

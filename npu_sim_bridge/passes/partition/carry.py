@@ -26,7 +26,7 @@ segments and while frames, their order could differ, so that case is proposed ag
 
 from __future__ import annotations
 
-from npu_sim_bridge.graph.names import CONTROL_PORT, parse_input
+from npu_sim_bridge.graph.names import CONTROL_PORT, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.graph.view import EditJournal, GraphView, edges
@@ -163,7 +163,7 @@ def _chain_order(added: list[str], new: set[str], view: GraphView) -> list[str]:
         while link in new and link not in depth and len(chain) <= _MAX_CHAIN:
             chain.append(link)
             inputs = view.input_texts(link)
-            link = parse_input(inputs[0]).node if len(inputs) == 1 else ""
+            link = node_name(inputs[0]) if len(inputs) == 1 else ""
         base = depth.get(link, 0)
         for offset, member in enumerate(reversed(chain), start=1):
             depth[member] = base + offset

@@ -29,7 +29,7 @@ from tensorflow.core.framework import types_pb2
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph import shared_ints
-from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.names import node_name, parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView, edges
@@ -314,7 +314,7 @@ class EdgeKinds:
                                             for body in bodies)
             if node.op not in PASS_THROUGH_OPS or not node.input:
                 return False
-            name, port = parse_input(node.input[0]).node, 0
+            name, port = node_name(node.input[0]), 0
         return False
 
     def _consumer_side(self, producer, port, consumer):

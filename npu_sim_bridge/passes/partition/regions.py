@@ -10,7 +10,7 @@ one region. A region that holds a host op stays whole on the host.
 
 from __future__ import annotations
 
-from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.names import node_name, parse_input
 from npu_sim_bridge.graph.op_categories import MERGE_OPS, SWITCH_OPS
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.report import reasons
@@ -130,7 +130,7 @@ def keep_regions_whole(view: GraphView, regions: list[list[str]], host: dict[str
         if first is None:
             continue
         switch = next((view.node(name) for name in members if view.op(name) in SWITCH_OPS), None)
-        predicate = parse_input(switch.input[1]).node if switch is not None and len(switch.input) > 1 else "?"
+        predicate = node_name(switch.input[1]) if switch is not None and len(switch.input) > 1 else "?"
         why = reasons.host("cond_region", predicate=predicate, node=first, cause=host[first])
         for name in members:
             host.setdefault(name, why)

@@ -8,7 +8,7 @@ from typing import Callable, Iterable, Mapping
 from tensorflow.core.framework import function_pb2, node_def_pb2, types_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
-from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
     CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
     is_queue, is_summary)
@@ -278,4 +278,4 @@ def _function_verdict(function_name: str, ctx: SupportContext) -> Reason | None:
 
 def node_names(tensors: Iterable[str]) -> list[str]:
     """Node names of tensor names ("x:0" -> "x")."""
-    return [parse_input(text).node for text in tensors]
+    return [node_name(text) for text in tensors]

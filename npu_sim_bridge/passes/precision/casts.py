@@ -240,7 +240,7 @@ class Rewriter:
     def _convert_inputs(self, name: str) -> None:
         """Point each data input of node `name` at the tensor its port should read (a Cast when needed).
         The input strings come from the view, which shares one str per text: those from the NodeDef are
-        new at each read, and parse_input's cache would keep every one of them."""
+        new at each read, and parse_input's cache would keep those naming a port."""
         consumer_plan = self.plans.get(name)
         sig = self._signature(name)
         for position, text in enumerate(self.view.input_texts(name)):
@@ -316,6 +316,6 @@ class Rewriter:
         self.inserted.append(name, ref, src, dst, kind)
         if kind == "round":
             self.round_trips += 1
-        made = created[ref] = parse_input(name)  # the view parses the same str: one TensorRef for both
+        made = created[ref] = TensorRef(name, 0)
         return made
 
