@@ -390,13 +390,20 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
             break
         dropped.extend(dropped_now)
 
-    position = {name: i for i, name in enumerate(order)}
     layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
                     cond_regions, guards)
     proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped, layout=layout)
-    proposal.segments = [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
-                         for members in segments]
+    proposal.segments = _in_order(order, units, segments)
     return proposal
+
+
+def _in_order(order: list[str], units: _Units, segments) -> list[list[str]]:
+    """Each segment's nodes (its units' members) in `order`."""
+    if len(units.nodes) == len(order):  # unit i is order[i] alone: no index of the positions
+        return [[order[unit] for unit in sorted(members)] for members in segments]
+    position = dict(zip(order, shared_ints.counting(0, len(order))))
+    return [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
+            for members in segments]
 
 
 def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_compute, sink_all: bool):
