@@ -844,33 +844,35 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObje
   return npu_sim_bridge::NodeColumns(capsule.get());
 }
 
-// passes/partition/cluster.py _segments_py, over the units of a graph: (order, pred, succ, device)
-// -> the bytes of (segment_of, the segments' members, where each segment starts, layer, reach_device),
+// passes/partition/cluster.py _segments_py, over the units of a graph: (order, succ, device), each
+// unit's predecessors taken from its sources' successor lists -> the bytes of (segment_of, the segments' members, where each segment starts, layer, reach_device),
 // int64 but reach_device's doubles; cluster.py _segments makes them arrays. Layers are ASAP then ALAP
 // over `order`; device units joined by an edge within one layer form a segment; segments come in the
 // order of their first member. nullptr with a Python error set for arguments of the wrong shape.
 extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObject* args) {
   using npu_sim_bridge::kInf;
   using npu_sim_bridge::PyRef;
-  PyObject *order_arg, *pred_arg, *succ_arg, *device_arg;
-  if (!PyArg_ParseTuple(args, "OOOO", &order_arg, &pred_arg, &succ_arg, &device_arg)) return nullptr;
+  PyObject *order_arg, *succ_arg, *device_arg;
+  if (!PyArg_ParseTuple(args, "OOO", &order_arg, &succ_arg, &device_arg)) return nullptr;
   std::vector<int64_t> order, device;
-  std::vector<std::vector<int64_t>> pred, succ;
-  if (!npu_sim_bridge::ToInts(order_arg, &order) || !npu_sim_bridge::ToIntLists(pred_arg, &pred) ||
-      !npu_sim_bridge::ToIntLists(succ_arg, &succ) || !npu_sim_bridge::ToInts(device_arg, &device)) {
+  std::vector<std::vector<int64_t>> succ;
+  if (!npu_sim_bridge::ToInts(order_arg, &order) || !npu_sim_bridge::ToIntLists(succ_arg, &succ) ||
+      !npu_sim_bridge::ToInts(device_arg, &device)) {
     return nullptr;
   }
-  const size_t count = pred.size();
-  bool shaped = succ.size() == count && device.size() == count;
+  const size_t count = succ.size();
+  bool shaped = device.size() == count;
   for (int64_t unit : order) shaped = shaped && unit >= 0 && static_cast<size_t>(unit) < count;
-  for (const auto* links : {&pred, &succ}) {
-    for (const auto& units : *links) {
-      for (int64_t unit : units) shaped = shaped && unit >= 0 && static_cast<size_t>(unit) < count;
-    }
+  for (const auto& units : succ) {
+    for (int64_t unit : units) shaped = shaped && unit >= 0 && static_cast<size_t>(unit) < count;
   }
   if (!shaped) {
     PyErr_SetString(PyExc_ValueError, "NpuSimSegments: units out of range or lists of different lengths");
     return nullptr;
+  }
+  std::vector<std::vector<int64_t>> pred(count);
+  for (size_t source = 0; source < count; ++source) {
+    for (int64_t target : succ[source]) pred[target].push_back(static_cast<int64_t>(source));
   }
   // ASAP: a unit's layer is the highest among its sources, plus one after a host source that has a
   // device ancestor when the unit is on the device.

@@ -126,9 +126,9 @@ class _Units:
         ops = list(map(view.op, order))  # not view.records(): its input tuples were a third of the peak
         back_edge_sources = {name for name, op in zip(order, ops) if op in BACK_EDGE_OPS}
         if len(self.nodes) == len(order):  # every node a unit of its own, numbered in `order`
-            self.succ, self.pred = self._single_node_links(view, order, back_edge_sources)
+            self.succ = self._single_node_links(view, order, back_edge_sources)
         else:
-            self.succ, self.pred = self._links(view, back_edge_sources)
+            self.succ = self._links(view, back_edge_sources)
         # For edges_across: a segment boundary may not cut data edges, nor control edges when the
         # graph has v1 conds (a control edge is tied only through a cond guard).
         self._names = order
@@ -156,12 +156,26 @@ class _Units:
                 found.append((producer, port, name, source, target))
         return found
 
-    def _links(self, view: GraphView, back_edge_sources: set[str]) -> tuple[list[Sequence[int]], list[Sequence[int]]]:
-        """Each unit's successor and predecessor units, sorted, from the consumer index (a set is made
-        only for a unit that has an edge: an empty one per unit was twice the GraphDef)."""
+    @property
+    def pred(self) -> list[Sequence[int]]:
+        """Each unit's predecessor units, sorted, made from `succ` when read: only the Python twin of the
+        segments kernel and Kahn's order over frames read them (kept, they were a fifth of `succ`'s and
+        their memory, a tenth of the rewrite's peak on BERT)."""
+        pred: list = [()] * len(self.succ)
+        for source, targets in enumerate(self.succ):  # sources in unit order: each list comes sorted
+            for target in targets:
+                sources = pred[target]
+                if sources.__class__ is tuple:
+                    pred[target] = [source]
+                else:
+                    sources.append(source)
+        return pred
+
+    def _links(self, view: GraphView, back_edge_sources: set[str]) -> list[Sequence[int]]:
+        """Each unit's successor units, sorted, from the consumer index (a set is made only for a unit
+        that has an edge: an empty one per unit was twice the GraphDef)."""
         unit_of = self.of
         succ: list = [None] * len(self.nodes)
-        pred: list = [None] * len(self.nodes)
         for producer, users in view.consumer_index().items():
             source = unit_of.get(producer)
             if source is None or not users or producer in back_edge_sources:
@@ -174,22 +188,15 @@ class _Units:
                 succ[source] = targets
             else:
                 succ[source] |= targets
-            for target in targets:
-                if pred[target] is None:
-                    pred[target] = {source}
-                else:
-                    pred[target].add(source)
-        return _sorted_lists(succ), _sorted_lists(pred)
+        return _sorted_lists(succ)
 
     def _single_node_links(self, view: GraphView, order: list[str],
-                           back_edge_sources: set[str]) -> tuple[list[Sequence[int]], list[Sequence[int]]]:
-        """`_links` when unit i is node order[i]: a node's consumers are its unit's successors, and
-        going through the sources in unit order lists each unit's predecessors already sorted. A unit
+                           back_edge_sources: set[str]) -> list[Sequence[int]]:
+        """`_links` when unit i is node order[i]: a node's consumers are its unit's successors. A unit
         without any holds the one empty tuple (an empty list per unit was a tenth of the peak)."""
         unit_at = self.of.__getitem__
         consumers = view.consumer_index()
         succ: list = [()] * len(order)
-        pred: list = [()] * len(order)
         for source, name in zip(shared_ints.counting(0, len(order)), order):  # the numbers `of` holds
             users = consumers.get(name)
             if not users or name in back_edge_sources:
@@ -198,26 +205,25 @@ class _Units:
             targets = sorted(set(map(unit_at, users)))  # one per edge in the index: a unit once
             if name in users:  # as in _links, a unit is not its own successor
                 targets.remove(source)
-            succ[source] = targets
-            for target in targets:
-                sources = pred[target]
-                if sources.__class__ is tuple:
-                    pred[target] = [source]
-                else:
-                    sources.append(source)
-        return succ, pred
+            if targets:
+                succ[source] = targets
+        return succ
 
     def _topological(self) -> tuple[Sequence[int], list[int]]:
         """Kahn's algorithm, the lowest unit index first among the ready ones (deterministic).
 
-        Units are numbered in topological node order, so without v1 frames every unit's sources have
-        lower numbers; Kahn's would then give the numbering back, and one look at each unit's highest
-        source (the lists are sorted) shows it.
+        Units are numbered in topological node order, so without v1 frames every edge runs from a lower
+        number to a higher; Kahn's would then give the numbering back, and one look at each unit's
+        lowest successor (the lists are sorted) shows it.
         """
-        if all(not sources or sources[-1] < unit for unit, sources in enumerate(self.pred)):
-            return range(len(self.nodes)), []
-        pending = [len(p) for p in self.pred]
-        heap = [u for u in range(len(self.nodes)) if pending[u] == 0]
+        count = len(self.nodes)
+        if all(not targets or targets[0] > unit for unit, targets in enumerate(self.succ)):
+            return range(count), []
+        pending = [0] * count
+        for targets in self.succ:
+            for target in targets:
+                pending[target] += 1
+        heap = [u for u in range(count) if pending[u] == 0]
         heapq.heapify(heap)
         order: list[int] = []
         while heap:
@@ -227,7 +233,7 @@ class _Units:
                 pending[user] -= 1
                 if pending[user] == 0:
                     heapq.heappush(heap, user)
-        stuck = [u for u in range(len(self.nodes)) if pending[u] > 0]
+        stuck = [u for u in range(count) if pending[u] > 0]
         return order, stuck
 
 
@@ -458,7 +464,7 @@ def _segments(units: _Units, device: list[bool]):
     if kernel is None:
         return _segments_py(units, device)
     segment_of, members, starts, layer, reach_device = (
-        array(code, data) for code, data in zip("qqqqd", kernel((units.order, units.pred, units.succ, device))))
+        array(code, data) for code, data in zip("qqqqd", kernel((units.order, units.succ, device))))
     return segment_of, [members[start:end] for start, end in zip(starts, starts[1:])], layer, reach_device
 
 
