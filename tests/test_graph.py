@@ -167,6 +167,19 @@ def test_journal_records_what_the_mutators_did():
     assert not journal.removed and "c" in journal.rewired and journal.rewired["c"] == ("b", "a", "^b")
 
 
+def test_a_removed_name_taken_again_keeps_only_the_new_node():
+    """compact drops removed nodes by place: the NodeDef a name had before it was removed goes, the
+    node added under that name since stays, in both nodes() and the GraphDef."""
+    view = GraphView(_graph(CHAIN))
+    view.remove_node("c")
+    view.add_node(node_def_pb2.NodeDef(name="c", op="Identity", input=["a"]))
+    assert [(node.name, node.op) for node in view.nodes()] == [("a", "Placeholder"), ("b", "Relu"), ("c", "Identity")]
+    graph = view.to_graph_def()
+    assert [(node.name, node.op) for node in graph.node] == [("a", "Placeholder"), ("b", "Relu"), ("c", "Identity")]
+    assert view.op("c") == "Identity" and list(view.input_texts("c")) == ["a"]
+    assert sorted(view.consumers("a")) == ["b", "c"] and view.consumers("b") == []
+
+
 def test_duplicate_names_are_rejected():
     with pytest.raises(GraphValidationError, match="duplicate node names: a"):
         validate_graph(_graph(CHAIN + 'node { name: "a" op: "Const" }'))
