@@ -59,3 +59,13 @@ def test_a_record_made_with_its_list_and_reasons_reads_as_one_filled_in_later():
     later.list, later.dtype_before, later.dtype_after = "white", "float32", "float16"
     later.add_reason("white list")
     assert made == later and made.reason == "white list" and made.list == "white"
+
+
+def test_a_host_reason_without_details_is_one_value_for_every_node():
+    """Every node of a dropped segment gets the same reason: one value, which reads like any other."""
+    first, second = reasons.host("full_sink"), reasons.host("full_sink")
+    assert first is second and first.code == "host.full_sink" and dict(first.details) == {}
+    assert first.text() == second.text() and first.text().startswith("host: ")
+    assert reasons.host("trivial_segment") is not first
+    with_details = reasons.host("py_func", op="PyFunc")
+    assert with_details is not reasons.host("py_func", op="PyFunc") and with_details.get("op") == "PyFunc"

@@ -81,8 +81,18 @@ class Reason:
 _HOST_CODES: dict[str, str] = {code[len("host."):]: code for code in _TEMPLATES if code.startswith("host.")}
 
 
+# One Reason per code that has no details: placement gives the same one to every node of a dropped
+# segment (an object and a dict per node were a tenth of BERT's peak). Reasons are frozen.
+_PLAIN_HOST: dict[str, Reason] = {}
+
+
 def host(code: str, **details) -> Reason:
     """A placement reason: the node stays on the host (`code` without its "host." prefix)."""
+    if not details:
+        plain = _PLAIN_HOST.get(code)
+        if plain is None:
+            plain = _PLAIN_HOST[code] = Reason(_HOST_CODES.get(code) or "host." + code, {})
+        return plain
     full = _HOST_CODES.get(code)
     return Reason(full if full is not None else "host." + code, details)
 
