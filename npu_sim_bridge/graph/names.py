@@ -25,34 +25,21 @@ def is_control_input(text: str) -> bool:
     return text.startswith("^")
 
 
-_parsed: dict[str, TensorRef] = {}  # parse_input's cache: the inputs that are not a plain node name
 _new_ref = tuple.__new__  # TensorRef(...) without the Python-level __new__ namedtuple defines
 
 
 def parse_input(text: str) -> TensorRef:
     """Parse a GraphDef input string; "x" and "x:0" are the same tensor.
 
-    A plain node name ("x") is its output 0: that TensorRef is made at each call and not kept. Most
-    input strings are plain names, and a cache of them held a TensorRef and a dict entry per node that
-    anything reads (a tenth of a rewrite's peak memory on BERT, a quarter on graphs that gain many
-    Casts). The other spellings ("x:1", "^x") are cached, as they would otherwise make a new name str
-    at each call; the pipeline clears the cache when each rewrite ends (passes/pipeline.py). Where
-    only the node counts, `node_name` is faster."""
-    ref = _parsed.get(text)
-    if ref is not None:
-        return ref
+    Nothing is cached: a cache held a TensorRef and a dict entry for every input string a rewrite
+    read, a tenth of its peak memory on BERT and a quarter on graphs that gain many Casts, and a rewrite
+    parses each string only a few times. Where only the node counts, `node_name` is faster."""
     if ":" not in text and text[:1] != "^":
         return _new_ref(TensorRef, (text, 0))
     if text.startswith("^"):
-        ref = _new_ref(TensorRef, (text[1:], CONTROL_PORT))
-    else:
-        name, sep, port = text.rpartition(":")
-        ref = _new_ref(TensorRef, (name, int(port)) if port.isdigit() else (text, 0))
-    _parsed[text] = ref
-    return ref
-
-
-parse_input.cache_clear = _parsed.clear  # type: ignore[attr-defined]
+        return _new_ref(TensorRef, (text[1:], CONTROL_PORT))
+    name, _, port = text.rpartition(":")
+    return _new_ref(TensorRef, (name, int(port)) if port.isdigit() else (text, 0))
 
 
 def format_input(ref: TensorRef) -> str:
@@ -67,8 +54,8 @@ def format_input(ref: TensorRef) -> str:
 def node_name(text: str) -> str:
     """The node part of a tensor or input name ("^a", "a:1" -> "a"): a plain name is returned as it
     is, with no TensorRef made (the passes ask this for every edge)."""
-    if ":" not in text and text[:1] != "^":
-        return text
+    if ":" not in text:
+        return text[1:] if text[:1] == "^" else text
     return parse_input(text).node
 
 

@@ -24,7 +24,7 @@ from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError
 from npu_sim_bridge.fileio import unique_base, write_atomic
 from npu_sim_bridge.graph.control_hubs import Hub
 from npu_sim_bridge.graph import shared_ints
-from npu_sim_bridge.graph.names import node_name, parse_input
+from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS
 from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.validate import validate_graph
@@ -128,10 +128,7 @@ def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None =
         try:
             return _run_pipeline(graph_def, options, item, remember, source_bytes, table)
         finally:
-            # The parsed input strings of this graph that name a port or a control edge (graph.names
-            # caches them while the passes read them): a process keeps none of them after the
-            # rewrite; nor the shared numbers.
-            parse_input.cache_clear()
+            # The shared numbers: a process keeps none of them after the rewrite.
             shared_ints.release()
 
 
