@@ -177,7 +177,7 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     above their highest input). When that does not hold, the complete check runs again. The view
     refuses duplicate names when it is built and when a node is added, so those need no check.
     """
-    touched, view.touched = view.touched, set()
+    touched, view.touched = view.touched, []
     if view.ranks is not None and _extend_ranks(view, touched, where, allow_external):
         return
     view.set_ranks(None)
@@ -202,11 +202,12 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
 _RANK_STEP = 1.0 / 1024  # a new node sits this far above its highest input (chains of casts stay below 1)
 
 
-def _extend_ranks(view, touched: set[str], where: str, allow_external: frozenset[str]) -> bool:
+def _extend_ranks(view, touched: list[str], where: str, allow_external: frozenset[str]) -> bool:
     """Rank the new nodes and check every input of a touched node comes from a lower rank.
 
     Every edge into an untouched node existed at the last check, between the same ranks, so only
-    the touched nodes' inputs need a look. Raises for an input naming a missing node; returns False
+    the touched nodes' inputs need a look (a node the list names twice is looked at twice; one removed
+    since is skipped). Raises for an input naming a missing node; returns False
     when the ranks cannot show the graph acyclic.
     """
     ranks = view.ranks

@@ -63,8 +63,10 @@ class GraphView:
         self._dead: list[int] = []  # their places in the GraphDef, which `compact` drops
         # Validation state: a topological rank per node from the last full check (see `ranks`), and the
         # nodes added or given new inputs since (see graph.validate); only the mutators below update them.
+        # `touched` lists a name at each edit (a node edited twice is listed twice; a removed node stays
+        # listed): a set of them was half the GraphDef on a graph that gains 20k Casts.
         self._ranked = False
-        self.touched: set[str] = set()
+        self.touched: list[str] = []
         self._journal: EditJournal | None = None
         self._edits = 0  # mutations so far: a remembered topological order holds while this stays
         self._order_memo: tuple[int, list[str]] | None = None
@@ -259,7 +261,7 @@ class GraphView:
         inputs = held_inputs(stored.input if inputs is None else inputs)
         self._inputs.append(inputs)
         self._order[name] = None
-        self.touched.add(name)
+        self.touched.append(name)
         for text in edges(inputs):
             self._link(node_name(text), name)
         return stored
@@ -281,7 +283,6 @@ class GraphView:
             self._unlink(node_name(text), name)
         self._consumers.pop(name, None)
         self._removed.add(name)
-        self.touched.discard(name)
 
     def set_op(self, name: str, op: str) -> None:
         """Give a node another op (the index keeps each node's op: set it here, not on the NodeDef)."""
@@ -289,7 +290,7 @@ class GraphView:
         at = self._at[name]
         self._stored[at].op = op
         self._ops[at] = op
-        self.touched.add(name)
+        self.touched.append(name)
 
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
         self._edits += 1
@@ -304,7 +305,7 @@ class GraphView:
         texts[index] = new
         self._inputs[at] = held_inputs(texts)
         self._link(node_name(new), name)
-        self.touched.add(name)
+        self.touched.append(name)
 
     def add_input(self, name: str, ref: TensorRef | str) -> None:
         """Add an input; control inputs go last, data inputs before the first control input."""
@@ -326,7 +327,7 @@ class GraphView:
             inputs.insert(position, text)
         self._inputs[at] = held_inputs(inputs)
         self._link(node_name(text), name)
-        self.touched.add(name)
+        self.touched.append(name)
 
     def remove_input(self, name: str, index: int) -> None:
         self._edits += 1
@@ -374,7 +375,6 @@ class GraphView:
                     self._unlink(producer, name)
             self._consumers.pop(name, None)
             self._removed.add(name)
-            self.touched.discard(name)
 
     def compact(self) -> None:
         """Drop removed nodes from the GraphDef (the live nodes keep their order and their index entries).
