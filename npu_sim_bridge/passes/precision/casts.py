@@ -91,7 +91,7 @@ class Rewriter:
         self.emulate = emulate
         self.functions = functions or {}
         # {(DstT, kind): {tensor: the Cast's output}}: a dict per kind of Cast, so no key tuple per Cast
-        self.created: dict[tuple[int, str], dict[TensorRef, TensorRef]] = {}
+        self.created: dict[tuple[int, str], dict[TensorRef, str]] = {}  # (DstT, kind) -> {tensor: its Cast}
         self.inserted = Inserted()
         self.casts_inserted = 0
         self.round_trips = 0
@@ -294,9 +294,9 @@ class Rewriter:
         created = self.created.get((dst, kind))
         if created is None:
             created = self.created[(dst, kind)] = {}
-        made = created.get(ref)
+        made = created.get(ref)  # the Cast's name: its output 0 is the tensor (no TensorRef kept per Cast)
         if made is not None:
-            return made
+            return TensorRef(made, 0)
         label = "NpuSimRound" if kind == "round" else "NpuSimCast"
         dtype = ports.dtype_name(FP16 if op == ROUND_OP else src if kind == "round" else dst)
         name = self.view.unique_name(f"{ref.node}/{label}_{ref.port}_{dtype}")
@@ -316,6 +316,6 @@ class Rewriter:
         self.inserted.append(name, ref, src, dst, kind)
         if kind == "round":
             self.round_trips += 1
-        made = created[ref] = TensorRef(name, 0)
-        return made
+        created[ref] = name
+        return TensorRef(name, 0)
 
