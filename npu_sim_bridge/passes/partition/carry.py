@@ -26,6 +26,7 @@ segments and while frames, their order could differ, so that case is proposed ag
 
 from __future__ import annotations
 
+from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import CONTROL_PORT, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.validate import topological_order
@@ -139,8 +140,10 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if crosses and (layout.guards(*found) or _tied(view, kinds, name, user)):
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
+    del anchors, new, layer_of_new, consumers  # done with: the ordering below is the peak's step
     order = topological_order(view)
-    position = {name: index for index, name in enumerate(order)}
+    position = dict(zip(order, shared_ints.counting(0, len(order))))  # one int object per place, shared
+    del order
     grown = [list(members) for members in proposal.segments]
     for name, segment in segment_add.items():
         grown[segment].append(name)
