@@ -155,7 +155,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
     names = view.graph_order_names()
     # A fresh proposal on this graph ends in its first round: nothing to drop, no tied edge.
     return Proposal(host={name: host[name] for name in names if name in host}, segments=segments,
-                    dropped=[], bridges=[], rounds=1, layout=None)
+                    bridges=[], rounds=1, layout=None)
 
 
 def _chain_order(added: list[str], new: set[str], view: GraphView) -> list[str]:

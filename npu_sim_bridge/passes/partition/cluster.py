@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 from array import array
 from collections.abc import Sequence
 from typing import Callable, NamedTuple
@@ -53,7 +54,7 @@ class Layout:
 
     unit_of: dict[str, int]
     frame: list[str]            # per unit: its outermost v1 while frame, "" for a node of the root frame
-    device: list[bool]          # per unit
+    device: Sequence[int]       # per unit: 1 on the device, 0 on the host
     layer: Sequence[int]        # per unit: the layer of a device unit
     reach_device: Sequence[float]  # per unit: the highest layer a device producer of it may take
     segment_of: Sequence[int]   # per unit: the index of its segment in the proposal's, -1 for a host unit
@@ -68,7 +69,6 @@ class Proposal:
 
     host: dict[str, Reason]
     segments: list[list[str]]
-    dropped: list[tuple[list[str], str]] = dataclasses.field(default_factory=list)  # (nodes, why)
     bridges: list[bridges.Bridge] = dataclasses.field(default_factory=list)  # cond tensors crossing live
     rounds: int = 0
     layout: Layout | None = None
@@ -101,6 +101,27 @@ class _OneNodeUnits(Sequence):
         return ((name,) for name in self._order)
 
 
+class _NoFrames(Sequence):
+    """`_Units.frame` when no node is in a v1 while frame: "" for every unit, with no list (the layout
+    keeps it from placement to partition)."""
+
+    __slots__ = ("_count",)
+
+    def __init__(self, count: int):
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, unit: int) -> str:
+        if not -self._count <= unit < self._count:
+            raise IndexError(f"unit {unit} of {self._count}")
+        return ""
+
+    def __iter__(self):
+        return itertools.repeat("", self._count)
+
+
 class _Units:
     """The graph contracted to units, with a topological order over them."""
 
@@ -112,7 +133,7 @@ class _Units:
         if not frames:  # no v1 while frame: every node a unit of its own, numbered in `order`
             self.of = dict(zip(order, shared_ints.counting(0, len(order))))
             self.nodes = _OneNodeUnits(order)
-            self.frame = [""] * len(order)
+            self.frame = _NoFrames(len(order))
         for name in order if frames else ():
             top = frames.top(name)
             key = ("frame", top) if top and top not in split else ("node", name)
@@ -129,9 +150,9 @@ class _Units:
             self.succ = self._single_node_links(view, order, back_edge_sources)
         else:
             self.succ = self._links(view, back_edge_sources)
+        self.names = order  # the nodes, in the order the units are numbered by
         # For edges_across: a segment boundary may not cut data edges, nor control edges when the
         # graph has v1 conds (a control edge is tied only through a cond guard).
-        self._names = order
         self.back_edge_sources = back_edge_sources  # the NextIteration nodes: their edges run back
         self.has_switch = not SWITCH_OPS.isdisjoint(ops)  # a v1 cond somewhere
         self.order, self.stuck = self._topological()
@@ -143,7 +164,7 @@ class _Units:
         the view each round, not kept (the rounds do not edit the graph)."""
         unit_of, back_edge_sources, skip_control = self.of, self.back_edge_sources, not self.has_switch
         found = []
-        for name in self._names:
+        for name in self.names:
             target = unit_of[name]
             for text in view.input_texts(name):
                 if text[0] == "^" and skip_control:
@@ -359,7 +380,6 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
     """
     host = dict(host)
     split: set[str] = set()
-    dropped: list[tuple[list[str], str]] = []
     rounds = 0
     units = None
     while True:
@@ -391,14 +411,12 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
                             host.setdefault(member, why)
             continue
         # Segments that do not sink go to the host, and the layout is checked again without them.
-        dropped_now = _drop_segments(view, units, segments, host, is_compute, sink_all)
-        if not dropped_now:
+        if not _drop_segments(view, units, segments, host, is_compute, sink_all):
             break
-        dropped.extend(dropped_now)
 
     layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
                     cond_regions, guards)
-    proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, dropped=dropped, layout=layout)
+    proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, layout=layout)
     proposal.segments = _in_order(order, units, segments)
     return proposal
 
@@ -412,32 +430,38 @@ def _in_order(order: list[str], units: _Units, segments) -> list[list[str]]:
             for members in segments]
 
 
-def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_compute, sink_all: bool):
-    """Send segments without arithmetic to the host, and in full sink all but the largest; returns them."""
-    dropped, kept = [], []
+def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_compute, sink_all: bool) -> int:
+    """Send segments without arithmetic to the host, and in full sink all but the largest; returns how
+    many went (each node's host reason says why)."""
+    dropped, kept = 0, []
+    trivial = reasons.host("trivial_segment")
     for members in segments:
         nodes = [name for unit in members for name in units.nodes[unit]]
         if not any(is_compute(view.op(name)) for name in nodes):
-            dropped.append((nodes, "trivial"))
+            dropped += 1
             for name in nodes:
-                host.setdefault(name, reasons.host("trivial_segment"))
+                host.setdefault(name, trivial)
             continue
         kept.append(nodes)
     if not sink_all and len(kept) > 1:
         sizes = [sum(1 for name in nodes if is_compute(view.op(name))) for nodes in kept]
         largest = max(range(len(kept)), key=lambda i: (sizes[i], -i))
+        full_sink = reasons.host("full_sink")
         for index, nodes in enumerate(kept):
             if index == largest:
                 continue
-            dropped.append((nodes, "full_sink"))
+            dropped += 1
             for name in nodes:
-                host.setdefault(name, reasons.host("full_sink"))
+                host.setdefault(name, full_sink)
     return dropped
 
 
-def _unit_placement(units: _Units, host: dict[str, Reason]) -> list[bool]:
-    """True for device units; a frame with one host node goes to the host whole."""
-    device = []
+def _unit_placement(units: _Units, host: dict[str, Reason]) -> bytearray:
+    """1 for device units, 0 for host units; a frame with one host node goes to the host whole. A byte
+    per unit: the layout keeps them from placement to partition."""
+    if len(units.nodes) == len(units.names):  # every unit one node: unit i is the i-th name
+        return bytearray(name not in host for name in units.names)
+    device = bytearray()
     for unit, nodes in enumerate(units.nodes):
         if len(nodes) == 1:  # most units: the node's own placement (a frame's reason would name it)
             device.append(nodes[0] not in host)
