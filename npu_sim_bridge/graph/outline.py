@@ -69,13 +69,17 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     if function_name in library:
         raise GraphValidationError(f"cannot outline into function {function_name!r}: the library already has it")
     keep = [name for name in member_order if name in set(keep_names)]
-    outputs_of: dict[str, list[Port]] = {}
+    outputs_of: dict[str, tuple[Port, ...]] = {}
     stateful_ops: dict[str, bool] = {}  # statefulness is the op's (or the called function's)
     stateful_members = set()
     devices: Counter = Counter()
+    # One tuple per distinct list of output ports: members of an op and dtype share it (a tuple of
+    # Ports per member was most of outlining's memory).
+    shared_ports: dict[tuple[Port, ...], tuple[Port, ...]] = {}
     for name in member_order:  # one read of each member (the view builds a NodeDef wrapper at each)
         node = view.node(name)
-        outputs_of[name] = output_ports(node, library)
+        ports = output_ports(node, library)
+        outputs_of[name] = shared_ports.setdefault(ports, ports)
         op = node.op
         stateful_op = stateful_ops.get(op)
         if stateful_op is None:

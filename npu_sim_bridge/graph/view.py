@@ -59,8 +59,7 @@ class GraphView:
         `table`: the GraphDef's node columns, when the caller has them (the index is built from them)."""
         self._graph_def = graph_def
         self._stored = graph_def.node  # the NodeDefs, which `_at` indexes
-        self._removed: set[str] = set()  # names removed since `compact`, for unique_name
-        self._dead: list[int] = []  # their places in the GraphDef, which `compact` drops
+        self._dead: list[int] = []  # the places of the nodes removed since `compact`, which drops them
         # Validation state: a topological rank per node from the last full check (see `ranks`), and the
         # nodes added or given new inputs since (see graph.validate); only the mutators below update them.
         # `touched` lists a name at each edit (a node edited twice is listed twice; a removed node stays
@@ -187,10 +186,10 @@ class GraphView:
 
     def unique_name(self, base: str) -> str:
         """`base` if unused, else `base_1`, `base_2`, ... (deterministic)."""
-        if base not in self._at and base not in self._removed:
+        if base not in self._at:
             return base
         suffix = 1
-        while f"{base}_{suffix}" in self._at or f"{base}_{suffix}" in self._removed:
+        while f"{base}_{suffix}" in self._at:
             suffix += 1
         return f"{base}_{suffix}"
 
@@ -251,7 +250,6 @@ class GraphView:
                              f"{list(node.input)}")
         if name in self._at:
             raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
-        self._removed.discard(name)
         if self._journal is not None:
             self._journal.added[name] = None
         stored = self._stored.add()
@@ -282,7 +280,6 @@ class GraphView:
         for text in edges(held):
             self._unlink(node_name(text), name)
         self._consumers.pop(name, None)
-        self._removed.add(name)
 
     def set_op(self, name: str, op: str) -> None:
         """Give a node another op (the index keeps each node's op: set it here, not on the NodeDef)."""
@@ -374,7 +371,6 @@ class GraphView:
                 if producer not in gone:
                     self._unlink(producer, name)
             self._consumers.pop(name, None)
-            self._removed.add(name)
 
     def compact(self) -> None:
         """Drop removed nodes from the GraphDef (the live nodes keep their order and their index entries).
@@ -393,7 +389,6 @@ class GraphView:
             del self._graph_def.node[start:end]
             del self._ops[start:end]
             del self._inputs[start:end]
-        self._removed.clear()
         self._dead.clear()
         self._at = dict(zip(self._at, shared_ints.counting(0, len(self._at))))  # the live nodes' new places
 
