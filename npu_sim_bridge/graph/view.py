@@ -421,10 +421,14 @@ class GraphView:
             consumers = given_consumers()
         if consumers is None:
             consumers = {}
-            held = consumers.get
+            held, place, count = consumers.get, self._at.get, len(names)
             for name, node_inputs in zip(self._at, inputs):  # _link inlined: this loop sees every edge
                 for text in (node_inputs,) if node_inputs.__class__ is str else node_inputs:
                     producer = node_name(text)
+                    if producer is not text:  # "^x" or "x:1": key the index by x's own str, not a slice
+                        at = place(producer)
+                        if at is not None and at < count:
+                            producer = names[at]
                     users = held(producer)
                     if users is None:
                         consumers[producer] = name
