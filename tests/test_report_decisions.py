@@ -74,3 +74,18 @@ def test_inserted_texts_of_several_kinds_keep_their_own_sentences():
     records["a/Cast"].reason = "rewritten"
     assert records["b/Round"].reason == "set again" and records["a/Cast"].reason == "rewritten"
     assert records["c/Cast"].reason == "inserted by precision: Cast of c:2"
+
+
+def test_columns_keep_every_value_past_two_bytes_of_codes():
+    """Codes are two bytes while the vocabulary fits; a graph with more distinct values (GeOp names)
+    than that still reads each row's own, also rows recorded in bulk after the columns widened."""
+    table = Decisions()
+    count = (1 << 16) + 5
+    for index in range(count):
+        table.add(f"n{index}", "Relu", list="white", geop=f"GeOp0_{index}", dtype_before="float32")
+    table.extend(["late_a", "late_b"], ["Const", "Const"], ["int32", "float16"])
+    assert table["n0"].geop == "GeOp0_0" and table[f"n{count - 1}"].geop == f"GeOp0_{count - 1}"
+    assert table[f"n{count - 2}"].list == "white"
+    assert (table["late_a"].dtype_before, table["late_b"].dtype_after, table["late_b"].geop) == ("int32", "float16", None)
+    table["n3"].geop = "GeOp9_9"
+    assert table["n3"].geop == "GeOp9_9" and table["n4"].geop == "GeOp0_4"

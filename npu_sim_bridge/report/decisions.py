@@ -48,7 +48,9 @@ class Decisions(Mapping):
         self._ops: list[str] = []
         self._vocab: list[str | None] = [None]   # code -> value; code 0 is None
         self._codes: dict[str, int] = {}
-        self._coded = {field: array("I") for field in _CODED}
+        # Two bytes a code while the vocabulary fits (a graph has a few lists, dtypes and placements,
+        # and a GeOp name per segment), four beyond (see _code).
+        self._coded = {field: array("H") for field in _CODED}
         # As passes gave them: none (the empty tuple), the one reason, or a list of two or more.
         self._reasons: list = []
         # The text of the first `_rendered[row]` reasons, or text set directly (a str, or None for
@@ -111,7 +113,8 @@ class Decisions(Mapping):
             self._names.append(name)
             self._ops.append(op)
             for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
-                self._coded[field].append(self._code(value))
+                code = self._code(value)  # first: a new code may widen the columns
+                self._coded[field].append(code)
             self._reasons.append(_NO_REASONS if reasons is None else reasons)
             self._texts.append(None)
             self._inserted.append(0)
@@ -151,10 +154,11 @@ class Decisions(Mapping):
             raise ValueError("a report records each node once: the names repeat or are recorded already")
         self._names.extend(names)
         self._ops.extend(ops)
-        codes = array("I", map(self._code, dtypes))
+        codes = list(map(self._code, dtypes))  # first: a new code may widen the columns
+        codes = array(self._coded["dtype_before"].typecode, codes)
         self._coded["dtype_before"].extend(codes)
         self._coded["dtype_after"].extend(codes)
-        empty = array("I", bytes(4 * len(names)))
+        empty = array(self._coded["list"].typecode, bytes(self._coded["list"].itemsize * len(names)))
         for field in ("list", "placement", "geop"):
             self._coded[field].extend(empty)
         self._reasons.extend([_NO_REASONS] * len(names))
@@ -182,6 +186,8 @@ class Decisions(Mapping):
         if code is None:
             code = self._codes[value] = len(self._vocab)
             self._vocab.append(value)
+            if code == 1 << 16:  # past two bytes: the columns take four from now on
+                self._coded = {field: array("I", column) for field, column in self._coded.items()}
         return code
 
     def _value(self, field: str, row: int):
