@@ -246,7 +246,8 @@ def test_the_shims_segment_kernel_answers_as_the_python_one(case):
     expected = cluster._segments_py(units, device)
     found = cluster._segments(units, device)  # the kernel's bytes as arrays
     assert found == expected
-    assert [values.typecode for values in found[2:]] == [values.typecode for values in expected[2:]] == ["q", "d"]
+    assert [values.typecode for values in found[2:]] == [values.typecode for values in expected[2:]] == ["i", "f"]
+    assert found[0].typecode == expected[0].typecode == "i"
     assert [members.typecode for members in found[1]] == [members.typecode for members in expected[1]]
     # Every device unit in order is in exactly the segment segment_of names, host units in none.
     segment_of, segments = found[0], found[1]

@@ -480,8 +480,9 @@ def _segments(units: _Units, device: list[bool]):
     """Layer the device units and group each layer's connected device units into segments.
 
     Returns (segment index per unit, -1 for a host unit; the segments' units; layer per unit;
-    reach_device per unit), as arrays of machine numbers: the layout keeps them from placement to
-    partition. The shim's kernel (NpuSimSegments) where this process loaded it, else `_segments_py`:
+    reach_device per unit), as arrays of machine numbers: the layout keeps the per-unit ones from
+    placement to partition, in four bytes each (a layer is below 2**24, so float32 holds every reach
+    exactly, and infinity). The shim's kernel (NpuSimSegments) where this process loaded it, else `_segments_py`:
     the same answer, in a tenth of the time.
     """
     kernel = shim_function("NpuSimSegments")
@@ -489,7 +490,8 @@ def _segments(units: _Units, device: list[bool]):
         return _segments_py(units, device)
     segment_of, members, starts, layer, reach_device = (
         array(code, data) for code, data in zip("qqqqd", kernel((units.order, units.succ, device))))
-    return segment_of, [members[start:end] for start, end in zip(starts, starts[1:])], layer, reach_device
+    return (array("i", segment_of), [members[start:end] for start, end in zip(starts, starts[1:])],
+            array("i", layer), array("f", reach_device))
 
 
 def _segments_py(units: _Units, device: list[bool]):
@@ -564,11 +566,11 @@ def _segments_py(units: _Units, device: list[bool]):
                 members.append(unit)
     # Groups were created in the order of their first member: already sorted by its rank.
     segments = [array("q", members) for members in groups.values()]
-    segment_of = array("q", [-1]) * count
+    segment_of = array("i", [-1]) * count
     for index, members in enumerate(segments):
         for unit in members:
             segment_of[unit] = index
-    return segment_of, segments, array("q", layer), array("d", reach_device)
+    return segment_of, segments, array("i", layer), array("f", reach_device)
 
 
 def _tied_violations(view: GraphView, units: _Units, kinds: EdgeKinds, guards, segment: Sequence[int]):
