@@ -89,3 +89,17 @@ def test_columns_keep_every_value_past_two_bytes_of_codes():
     assert (table["late_a"].dtype_before, table["late_b"].dtype_after, table["late_b"].geop) == ("int32", "float16", None)
     table["n3"].geop = "GeOp9_9"
     assert table["n3"].geop == "GeOp9_9" and table["n4"].geop == "GeOp0_4"
+
+
+def test_reasons_keep_their_order_before_and_after_they_are_read():
+    """Two or more reasons are held as a tuple until read; reading and adding more keeps every one."""
+    table = Decisions()
+    row = table.add("n", "Relu")
+    for text in ("first", "second", "third"):
+        table.add_reason(row, text)
+    assert table.reason(row) == "first; second; third"
+    table.add_reason(row, reasons.host("full_sink"))
+    assert table.reason(row).startswith("first; second; third; host: ")
+    assert [value.text() for value in table.reasons(row)][:3] == ["first", "second", "third"]
+    table.add_reason(row, "fifth")
+    assert len(table.reasons(row)) == 5 and table.reason(row).endswith("; fifth")

@@ -51,7 +51,8 @@ class Decisions(Mapping):
         # Two bytes a code while the vocabulary fits (a graph has a few lists, dtypes and placements,
         # and a GeOp name per segment), four beyond (see _code).
         self._coded = {field: array("H") for field in _CODED}
-        # As passes gave them: none (the empty tuple), the one reason, or a list of two or more.
+        # As passes gave them: none (the empty tuple), the one reason, a tuple of two or more, or a list
+        # once the reasons were read (rendering replaces each with its Reason).
         self._reasons: list = []
         # The text of the first `_rendered[row]` reasons, or text set directly (a str, or None for
         # none), or the source of an inserted node while `_inserted[row]` is not 0.
@@ -202,17 +203,19 @@ class Decisions(Mapping):
         held = self._reasons[row]
         if isinstance(held, list):
             return held
-        self._reasons[row] = held = [] if held is _NO_REASONS else [held]
+        self._reasons[row] = held = [] if held is _NO_REASONS else list(held) if held.__class__ is tuple else [held]
         return held
 
     def add_reason(self, row: int, reason: "Reason | str") -> None:
         held = self._reasons[row]
         if held is _NO_REASONS:
             self._reasons[row] = reason
-        elif isinstance(held, list):
+        elif held.__class__ is list:
             held.append(reason)
-        else:
-            self._reasons[row] = [held, reason]
+        elif held.__class__ is tuple:
+            self._reasons[row] = held + (reason,)
+        else:  # two reasons as a tuple, not a list (its own items block besides): a twentieth of the peak
+            self._reasons[row] = (held, reason)
 
     def reason(self, row: int) -> str:
         text = self._text(row)
