@@ -470,3 +470,25 @@ def test_bodies_alike_are_rewritten_as_each_would_be_alone(execution):
             twin_key = key.replace(name, name + "_twin", 1)
             assert both_report.nodes[twin_key].to_dict() | {"name": key} == decision
     assert any("NpuSim" in node.name for body in alone.library.function for node in body.node_def)
+
+
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "force_fp16"])
+def test_max_pool_grads_alike_by_their_ports_round_by_their_own_windows(mode):
+    """A MaxPoolGrad over windows that do not overlap only routes float16 values (no round trip after
+    it); one over overlapping windows sums them (rounded after). Nodes alike by their ports share one
+    plan: each still goes by its own windows."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [1, 8, 8, 2], name="x")
+        conv = tf.nn.conv2d(x, tf.ones([3, 3, 2, 2]), 1, "SAME", name="conv")
+        apart = tf.nn.max_pool2d(conv, 2, 2, "VALID", name="apart")
+        overlapping = tf.nn.max_pool2d(conv, 3, 1, "SAME", name="overlapping")
+        loss = tf.reduce_sum(apart) + tf.reduce_sum(overlapping)
+        tf.identity(tf.gradients(loss, conv)[0], name="y")
+    graph_def, _ = rewrite(graph, ["y"], precision_mode=mode)
+    grads = {node.name: node for node in graph_def.node if node.op == "MaxPoolGrad"}
+    assert len(grads) == 2 and all(node.attr["T"].type == FLOAT for node in grads.values())
+    rounded = {name.split("/NpuSimRound")[0] for name in nodes_of(graph_def) if "/NpuSimRound" in name}
+    by_window = {tuple(node.attr["ksize"].list.i) == tuple(node.attr["strides"].list.i): name
+                 for name, node in grads.items()}
+    assert by_window[True] not in rounded and by_window[False] in rounded

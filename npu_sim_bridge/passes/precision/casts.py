@@ -125,19 +125,20 @@ class Rewriter:
             return FP32
         return npu
 
-    def _output_state(self, plan: Plan | None, port: ports.Port) -> tuple[int, bool, bool]:
-        """(graph dtype, physically rounded, rounded for every consumer) of a producer output."""
+    def _output_state(self, name: str, plan: Plan | None, port: ports.Port) -> tuple[int, bool, bool]:
+        """(graph dtype, physically rounded, rounded for every consumer) of an output of node `name`."""
         dtype = self.exec_dtype(plan, port)
         if plan is None or plan.cube_split or not self._lowered(plan, port):
             return dtype, dtype in ports.LOW_TYPES, False
-        exact = plan.role == PLUMBING or plan.op in EXACT_OPS or self._routes_exactly(plan)
+        exact = plan.role == PLUMBING or plan.op in EXACT_OPS or self._routes_exactly(name, plan)
         return dtype, exact, not exact
 
-    def _routes_exactly(self, plan: Plan) -> bool:
-        """MaxPoolGrad over windows that do not overlap only routes each gradient value, never sums."""
+    def _routes_exactly(self, name: str, plan: Plan) -> bool:
+        """MaxPoolGrad over windows that do not overlap only routes each gradient value, never sums.
+        Node `name`'s own windows: nodes alike by their ports may share a plan (decide.Plan)."""
         if plan.op != "MaxPoolGrad":
             return False
-        attrs = self.view.node(plan.name).attr
+        attrs = self.view.node(name).attr
         return "ksize" in attrs and list(attrs["ksize"].list.i) == list(attrs["strides"].list.i)
 
     def _rounds_inputs(self, plan: Plan | None, port: ports.Port) -> bool:
@@ -269,7 +270,7 @@ class Rewriter:
         if original not in ports.FLOAT_TYPES:
             return None
         if have_port is not None and have_port.is_float:
-            have, rounded, for_all = self._output_state(producer_plan, have_port)
+            have, rounded, for_all = self._output_state(ref.node, producer_plan, have_port)
         else:
             have, rounded, for_all = original, original in ports.LOW_TYPES, False
         if want_dtype is not None:

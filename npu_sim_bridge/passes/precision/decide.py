@@ -69,6 +69,7 @@ _FIXED_ATTRS = {"FusedBatchNorm": ("U",), "FusedBatchNormV2": ("U",), "FusedBatc
                 "FusedBatchNormGradV2": ("U",), "FusedBatchNormGradV3": ("U",), "_FusedBatchNormEx": ("U",)}
 _NEVER_RETYPED = frozenset({"Cast", "Bitcast"})
 _UNSEEN = object()  # a port key no node had yet
+_FOLLOWERS = frozenset({GRAY, PLUMBING, INSERTED})  # roles whose plans `_settle` changes per node
 _VARIABLE_KINDS = ("variable", "container")
 
 _KEEPS = {FP32: "keeps float32", FP16: "keeps float16", BF16: "keeps bfloat16"}
@@ -96,7 +97,11 @@ class FollowsText:
 
 @dataclasses.dataclass(slots=True)
 class Plan:
-    """What the precision pass does with one node."""
+    """What the precision pass does with one node.
+
+    Nodes alike by their ports whose plan nothing changes once made (not gray, pass-through or
+    inserted: those follow their inputs) share one Plan: `name` is then the node it was worked out
+    for, and a node's own name is its key in the plans."""
 
     name: str
     op: str
@@ -248,7 +253,9 @@ class Decider:
         template, failed = found
         if failed:
             self.must_keep_failures.append((template.op, name, template.orig))
-        return template.copy_as(name)
+        if template.role in _FOLLOWERS:  # decided again from its own inputs: a plan of its own
+            return template.copy_as(name)
+        return template  # decided once for all alike (a plan per node was a tenth of the peak)
 
     def _template_key(self, name: str, node) -> tuple | None:
         """The node's port key when its plan may be copied from another node's, else None."""
