@@ -240,8 +240,8 @@ class Rewriter:
 
     def _convert_inputs(self, name: str) -> None:
         """Point each data input of node `name` at the tensor its port should read (a Cast when needed).
-        The input strings come from the view, which shares one str per text: those from the NodeDef are
-        new at each read, and parse_input's cache would keep those naming a port."""
+        The input strings come from the view, which shares one str per text (those from the NodeDef are
+        new at each read), so the Casts and rewired inputs keep no copies."""
         consumer_plan = self.plans.get(name)
         sig = self._signature(name)
         for position, text in enumerate(self.view.input_texts(name)):
