@@ -155,8 +155,8 @@ class Decisions(Mapping):
             raise ValueError("a report records each node once: the names repeat or are recorded already")
         self._names.extend(names)
         self._ops.extend(ops)
-        codes = list(map(self._code, dtypes))  # first: a new code may widen the columns
-        codes = array(self._coded["dtype_before"].typecode, codes)
+        values = list(map(self._code, dtypes))  # first: a new code may widen the columns
+        codes = array(self._coded["dtype_before"].typecode, values)
         self._coded["dtype_before"].extend(codes)
         self._coded["dtype_after"].extend(codes)
         empty = array(self._coded["list"].typecode, bytes(self._coded["list"].itemsize * len(names)))
@@ -203,7 +203,11 @@ class Decisions(Mapping):
         held = self._reasons[row]
         if isinstance(held, list):
             return held
-        self._reasons[row] = held = [] if held is _NO_REASONS else list(held) if held.__class__ is tuple else [held]
+        if held is _NO_REASONS:
+            held = []
+        else:
+            held = list(held) if held.__class__ is tuple else [held]
+        self._reasons[row] = held
         return held
 
     def add_reason(self, row: int, reason: "Reason | str") -> None:

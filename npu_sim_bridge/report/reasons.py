@@ -88,13 +88,12 @@ _PLAIN_HOST: dict[str, Reason] = {}
 
 def host(code: str, **details) -> Reason:
     """A placement reason: the node stays on the host (`code` without its "host." prefix)."""
-    if not details:
-        plain = _PLAIN_HOST.get(code)
-        if plain is None:
-            plain = _PLAIN_HOST[code] = Reason(_HOST_CODES.get(code) or "host." + code, {})
-        return plain
-    full = _HOST_CODES.get(code)
-    return Reason(full if full is not None else "host." + code, details)
+    if details:
+        return Reason(_HOST_CODES.get(code) or "host." + code, details)
+    plain = _PLAIN_HOST.get(code)
+    if plain is None:
+        plain = _PLAIN_HOST[code] = Reason(_HOST_CODES.get(code) or "host." + code, {})
+    return plain
 
 
 def as_reason(value: "Reason | str | object") -> Reason:

@@ -146,7 +146,8 @@ class _Units:
             self.of[name] = unit
         ops = list(map(view.op, order))  # not view.records(): its input tuples were a third of the peak
         back_edge_sources = {name for name, op in zip(order, ops) if op in BACK_EDGE_OPS}
-        if len(self.nodes) == len(order):  # every node a unit of its own, numbered in `order`
+        self.single = len(self.nodes) == len(order)  # every node a unit of its own: unit i is order[i]
+        if self.single:
             self.succ = self._single_node_links(view, order, back_edge_sources)
         else:
             self.succ = self._links(view, back_edge_sources)
@@ -417,13 +418,14 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
     layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
                     cond_regions, guards)
     proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, layout=layout)
-    proposal.segments = _in_order(order, units, segments)
+    proposal.segments = _in_order(units, segments)
     return proposal
 
 
-def _in_order(order: list[str], units: _Units, segments) -> list[list[str]]:
-    """Each segment's nodes (its units' members) in `order`."""
-    if len(units.nodes) == len(order):  # unit i is order[i] alone: no index of the positions
+def _in_order(units: _Units, segments) -> list[list[str]]:
+    """Each segment's nodes (its units' members) in the order the units were numbered by."""
+    order = units.names
+    if units.single:  # unit i is order[i] alone: no index of the positions
         return [[order[unit] for unit in sorted(members)] for members in segments]
     position = dict(zip(order, shared_ints.counting(0, len(order))))
     return [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
@@ -459,7 +461,7 @@ def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_co
 def _unit_placement(units: _Units, host: dict[str, Reason]) -> bytearray:
     """1 for device units, 0 for host units; a frame with one host node goes to the host whole. A byte
     per unit: the layout keeps them from placement to partition."""
-    if len(units.nodes) == len(units.names):  # every unit one node: unit i is the i-th name
+    if units.single:  # unit i is the i-th name alone
         return bytearray(name not in host for name in units.names)
     device = bytearray()
     for unit, nodes in enumerate(units.nodes):
@@ -476,14 +478,14 @@ def _unit_placement(units: _Units, host: dict[str, Reason]) -> bytearray:
     return device
 
 
-def _segments(units: _Units, device: list[bool]):
+def _segments(units: _Units, device: Sequence[int]):
     """Layer the device units and group each layer's connected device units into segments.
 
     Returns (segment index per unit, -1 for a host unit; the segments' units; layer per unit;
     reach_device per unit), as arrays of machine numbers: the layout keeps the per-unit ones from
     placement to partition, in four bytes each (a layer is below 2**24, so float32 holds every reach
-    exactly, and infinity). The shim's kernel (NpuSimSegments) where this process loaded it, else `_segments_py`:
-    the same answer, in a tenth of the time.
+    exactly, and infinity). The shim's kernel (NpuSimSegments) where this process loaded it, else
+    `_segments_py`: the same answer, in a tenth of the time.
     """
     kernel = shim_function("NpuSimSegments")
     if kernel is None:
@@ -494,7 +496,7 @@ def _segments(units: _Units, device: list[bool]):
             array("i", layer), array("f", reach_device))
 
 
-def _segments_py(units: _Units, device: list[bool]):
+def _segments_py(units: _Units, device: Sequence[int]):
     """`_segments` in Python."""
     count = len(units.nodes)
     pred, succ = units.pred, units.succ
