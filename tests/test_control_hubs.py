@@ -67,6 +67,27 @@ def test_a_graph_in_topological_order_stays_so_in_the_views_order(monkeypatch):
     assert order.index("c3") < order.index(view.hubs[0].name) == order.index("r0") - 1
 
 
+def test_a_hub_keeps_its_place_in_the_views_order_when_its_first_reader_goes():
+    """The hub stands before its first reader; once that reader is removed, before the node that followed
+    it, before and after compaction, and nodes added later come after it."""
+    from tensorflow.core.framework import node_def_pb2
+
+    graph_def = _graph(_shared(["r0", "r1", "r2"], ["c0", "c1", "c2", "c3"]) + '\nnode { name: "z" op: "Identity" input: "r2" }')
+    view = GraphView(graph_def, gather_control_inputs=True)
+    hub = view.hubs[0].name
+    assert view.names() == ["x", "c0", "c1", "c2", "c3", hub, "r0", "r1", "r2", "z"]
+    view.remove_node("r0")
+    assert view.names() == ["x", "c0", "c1", "c2", "c3", hub, "r1", "r2", "z"]
+    view.add_node(node_def_pb2.NodeDef(name="late", op="Identity", input=["z"]))
+    view.compact()
+    assert view.names() == ["x", "c0", "c1", "c2", "c3", hub, "r1", "r2", "z", "late"]
+    assert [node.name for node in view.to_graph_def().node] == ["x", "c0", "c1", "c2", "c3", "r1", "r2", "z", hub, "late"]
+    assert topological_order(view) == view.names()
+    view.remove_nodes(["late", "z", "r2", "r1"])
+    view.remove_node(hub)
+    assert view.names() == ["x", "c0", "c1", "c2", "c3"]
+
+
 def test_a_node_holding_the_shared_run_among_other_control_inputs_waits_on_the_hub_for_it():
     """The gradient tuples' NoOps wait on the update ops and on one or two more: the run of shared control
     inputs goes behind the hub, the others stay. A run that is not contiguous is left as it is."""

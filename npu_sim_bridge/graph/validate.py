@@ -17,7 +17,7 @@ from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
-from npu_sim_bridge.graph.view import edges
+from npu_sim_bridge.graph.view import UNRANKED, edges
 
 # Edges out of these ops close the loops of v1 while frames; they are the only legal cycles.
 BACK_EDGE_OPS = NEXT_ITERATION_OPS
@@ -126,8 +126,8 @@ def topological_order(graph: GraphLike) -> list[str]:
         if remembered is not None:
             return remembered
         ranks = graph.ranks
-        if ranks is not None and not graph.touched and None not in ranks.values():
-            order, stuck = sorted(graph.names(), key=ranks.__getitem__), []
+        if ranks is not None and not graph.touched and ranks.complete():
+            order, stuck = ranks.sorted(graph.names()), []
         else:
             order, stuck = _order_view(graph)
     if stuck:
@@ -211,6 +211,8 @@ def _extend_ranks(view, touched: list[str], where: str, allow_external: frozense
     when the ranks cannot show the graph acyclic.
     """
     ranks = view.ranks
+    rank_of = ranks.values.__getitem__  # by place: ranks[name] without a Python call per edge
+    place = ranks.place.__getitem__
     # Kept only while needed (a dict of every touched node's producers was a tenth of the peak on a
     # graph where precision adds 20k Casts): the producers of each new node, one as its name; and
     # the old nodes that read a new one, checked once the new ones have their rank.
@@ -221,24 +223,26 @@ def _extend_ranks(view, touched: list[str], where: str, allow_external: frozense
         if name not in view:
             continue
         producers = _ordering_producers(view, name, where, allow_external)
-        if ranks[name] is None:
+        rank = rank_of(place(name))
+        if rank == UNRANKED:
             unranked[name] = producers[0] if len(producers) == 1 else producers
-        elif any(ranks[producer] is None for producer in producers):
+        elif UNRANKED in map(rank_of, map(place, producers)):
             deferred.append(name)
-        elif in_order and not all(ranks[producer] < ranks[name] for producer in producers):
+        elif in_order and not all(rank_of(place(producer)) < rank for producer in producers):
             in_order = False  # (every touched node is still looked at: a missing input raises)
     while unranked:  # new nodes that read new nodes get their rank once their inputs have one
         waiting = {}
         for name, producers in unranked.items():
             producers = edges(producers)
-            if any(ranks[producer] is None for producer in producers):
+            held = list(map(rank_of, map(place, producers)))
+            if UNRANKED in held:
                 waiting[name] = producers
             else:
-                ranks[name] = max((ranks[producer] for producer in producers), default=-1.0) + _RANK_STEP
+                ranks[name] = max(held, default=-1.0) + _RANK_STEP
         if len(waiting) == len(unranked):
             return False
         unranked = waiting
-    return in_order and all(ranks[producer] < ranks[name] for name in deferred
+    return in_order and all(rank_of(place(producer)) < ranks[name] for name in deferred
                             for producer in _ordering_producers(view, name, where, allow_external))
 
 

@@ -26,7 +26,6 @@ segments and while frames, their order could differ, so that case is proposed ag
 
 from __future__ import annotations
 
-from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import CONTROL_PORT, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.validate import topological_order
@@ -141,17 +140,15 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
     del anchors, new, layer_of_new, consumers  # done with: the ordering below is the peak's step
-    order = topological_order(view)
-    position = dict(zip(order, shared_ints.counting(0, len(order))))  # one int object per place, shared
-    del order
+    position = view.positions(topological_order(view))
     grown = [list(members) for members in proposal.segments]
     for name, segment in segment_add.items():
         grown[segment].append(name)
-    segments = [sorted(members, key=position.__getitem__) for members in grown]
+    segments = [sorted(members, key=position) for members in grown]
     if len(segments) > 1:
         if any(layout.frame):
             return None
-        segments.sort(key=lambda members: position[members[0]])
+        segments.sort(key=lambda members: position(members[0]))
     names = view.graph_order_names()
     # A fresh proposal on this graph ends in its first round: nothing to drop, no tied edge.
     return Proposal(host={name: host[name] for name in names if name in host}, segments=segments,
