@@ -94,6 +94,12 @@ def test_rules_fuse_matmul_conv_bias_and_relu_onto_fused_kernels():
                               "TbeConvElemwiseFusionPass": 1, "TbeFullyconnectionElemwiseDequantFusionPass": 1}
     assert "fused into d1/Relu (_FusedMatMul) by TbeFullyconnectionElemwiseDequantFusionPass" in \
         result.report.nodes["d1/BiasAdd"].reason
+    # A node fused twice names every original node, the first fusion's among them, in order.
+    assert result.report.nodes["d1/Relu"].reason.startswith(
+        "fused by TbeFullyconnectionElemwiseDequantFusionPass: d1/MatMul (MatMul) + d1/BiasAdd (BiasAdd) + "
+        "d1/Relu (Relu) -> _FusedMatMul")
+    assert result.report.nodes["d1/MatMul"].reason.startswith(
+        "fused into d1/BiasAdd (_FusedMatMul) by MatMulBiasAddFusionPass")
 
 
 def test_precision_treats_fused_kernels_like_their_base_op():

@@ -11,6 +11,7 @@ it replaced), switched off, or not fired with the reason the rule's check gave. 
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
@@ -21,6 +22,7 @@ from npu_sim_bridge.passes.fusion.unfuse import remapped_nodes, unfuse
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
 
 ABSORBED_CACHE = "fusion/absorbed"  # {node a rule fused away: the node it was fused into}
+_OPS_CACHE = "fusion/op_chains"  # {the ops of a fusion's nodes: the same tuple}, shared by the reasons
 
 REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) in a way the simulator cannot take "
                  "apart, so fusion_switch_file cannot switch them off; set rewrite_options.remapping = "
@@ -64,6 +66,7 @@ class FusionPass(GraphPass):
         env = FusionEnv(candidate=candidate, protected=ctx.item.protected_nodes,
                         native_fp16=(ctx.options.get("sim_fp16_execution") or "emulate") == "native")
         fired, off, refused = Counter(), Counter(), Counter()
+        fusions: dict[str, _Fused] = {}  # fused node -> its reason, while the rules run
         names = ops = None  # every node and its op, read again only after a rule has rewritten the graph
         for rule in rules:
             state = states[rule.name]
@@ -88,7 +91,7 @@ class FusionPass(GraphPass):
                 fused = rule.rewrite(view, match, env)
                 fired[rule.name] += 1
                 names = None
-                self._report(ctx, fused, rule, match)
+                self._report(ctx, fused, rule, match, fusions)
         stats.update(fused=dict(fired), switched_off=dict(off), not_fired=dict(refused))
         return PassResult(changed=bool(fired), stats=stats)
 
@@ -113,16 +116,28 @@ class FusionPass(GraphPass):
         return done
 
     @staticmethod
-    def _report(ctx, fused, rule, match) -> None:
+    def _report(ctx, fused, rule, match, fusions: "dict[str, _Fused]") -> None:
         # The fused node keeps the root's name: match.root, the view's str (protobuf makes a new one
         # at each read of fused.name, and the absorbed map would keep one per fused node).
-        root, op = match.root, fused.op
-        parts = " + ".join(f"{name} ({op})" for name, op in fused_from(fused))
-        _note(ctx, root, f"fused by {rule.name}: {parts} -> {op}")
+        root = match.root
+        names, ops = zip(*fused_from(fused))
+        if names == match.nodes:  # not fused before: the view's strs (each name read from the attr is a new str)
+            names = match.nodes
+        else:  # a fused node fused again: the strs of the match and of the earlier fusions
+            known = dict(zip(match.nodes, match.nodes))
+            for name in match.nodes:
+                earlier = fusions.get(name)
+                if earlier is not None:
+                    known.update(zip(earlier.names, earlier.names))
+            names = tuple(known.get(name, name) for name in names)
+        ops = ctx.cache.setdefault(_OPS_CACHE, {}).setdefault(ops, ops)  # one tuple per op chain
+        note = fusions[root] = _Fused(rule.name, sys.intern(fused.op), root, names, ops)
+        _note(ctx, root, note)
         absorbed = ctx.cache.setdefault(ABSORBED_CACHE, {})
+        into = _FusedInto(note)
         for name in match.nodes[:-1]:
             absorbed[name] = root
-            _note(ctx, name, f"fused into {root} ({op}) by {rule.name}")
+            _note(ctx, name, into)
 
     def finish(self, ctx: PassContext) -> None:
         """A node fused away runs as part of its fused op: it takes that op's list, dtype, placement and GeOp."""
@@ -140,7 +155,34 @@ class FusionPass(GraphPass):
                 record.add_reason(f"runs inside {target}, as {absorbed[name]} does")
 
 
-def _note(ctx, name: str, text: str) -> NodeDecision:
+class _Fused:
+    """The fused node's reason, rendered when read: "fused by <rule>: <a> (<op>) + ... -> <fused op>" (a
+    sentence per fusion, and one per node fused away, were a sixth of the peak on a dense graph)."""
+
+    __slots__ = ("rule", "op", "root", "names", "ops")
+
+    def __init__(self, rule: str, op: str, root: str, names: tuple[str, ...], ops: tuple[str, ...]):
+        self.rule, self.op, self.root, self.names, self.ops = rule, op, root, names, ops
+
+    def __str__(self) -> str:
+        parts = " + ".join(f"{name} ({op})" for name, op in zip(self.names, self.ops))
+        return f"fused by {self.rule}: {parts} -> {self.op}"
+
+
+class _FusedInto:
+    """The reason of a node fused away, rendered when read: "fused into <root> (<fused op>) by <rule>"."""
+
+    __slots__ = ("fusion",)
+
+    def __init__(self, fusion: _Fused):
+        self.fusion = fusion
+
+    def __str__(self) -> str:
+        fusion = self.fusion
+        return f"fused into {fusion.root} ({fusion.op}) by {fusion.rule}"
+
+
+def _note(ctx, name: str, text: "str | _Fused | _FusedInto") -> NodeDecision:
     record = ctx.report.nodes.get(name)
     if record is None:
         node = ctx.view.get(name)
