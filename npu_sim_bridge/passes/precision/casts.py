@@ -53,17 +53,18 @@ EXACT_OPS = frozenset({
 
 class Inserted:
     """The Casts (and rounding kernels) a Rewriter inserted, in order: (name, source tensor, SrcT,
-    DstT, kind) each. Held as columns (the dtypes and kinds as small codes), not a tuple per Cast:
-    the 30k-node synthetic graph gets 20k of them."""
+    DstT, kind) each, the source as its input string ("x" or "x:1"). Held as columns (the dtypes and
+    kinds as small codes), not a tuple per Cast: the 30k-node synthetic graph gets 20k of them. A
+    TensorRef per source, kept on into the report, was a twentieth of that graph's peak memory."""
 
     _KINDS = ("cast", "round")
 
     def __init__(self):
         self.names: list[str] = []
-        self._sources: list[TensorRef] = []
+        self._sources: list[str] = []
         self._codes = array("H")  # SrcT, DstT, kind per Cast
 
-    def append(self, name: str, source: TensorRef, src: int, dst: int, kind: str) -> None:
+    def append(self, name: str, source: str, src: int, dst: int, kind: str) -> None:
         self.names.append(name)
         self._sources.append(source)
         self._codes.extend((src, dst, self._KINDS.index(kind)))
@@ -71,7 +72,7 @@ class Inserted:
     def __len__(self) -> int:
         return len(self.names)
 
-    def __iter__(self) -> Iterator[tuple[str, TensorRef, int, int, str]]:
+    def __iter__(self) -> Iterator[tuple[str, str, int, int, str]]:
         codes, kinds = self._codes, self._KINDS
         for index, (name, source) in enumerate(zip(self.names, self._sources)):
             at = 3 * index
@@ -90,8 +91,9 @@ class Rewriter:
         self.low = low
         self.emulate = emulate
         self.functions = functions or {}
-        # {(DstT, kind): {tensor: the Cast's output}}: a dict per kind of Cast, so no key tuple per Cast
-        self.created: dict[tuple[int, str], dict[TensorRef, str]] = {}  # (DstT, kind) -> {tensor: its Cast}
+        # {(DstT, kind): {tensor: the Cast's output}}: a dict per kind of Cast, so no key tuple per Cast,
+        # keyed by the tensor's input string (a port 0 tensor's is its producer's name, a str the view has)
+        self.created: dict[tuple[int, str], dict[str, str]] = {}  # (DstT, kind) -> {tensor: its Cast}
         self.inserted = Inserted()
         self.casts_inserted = 0
         self.round_trips = 0
@@ -295,7 +297,8 @@ class Rewriter:
         created = self.created.get((dst, kind))
         if created is None:
             created = self.created[(dst, kind)] = {}
-        made = created.get(ref)  # the Cast's name: its output 0 is the tensor (no TensorRef kept per Cast)
+        text = format_input(ref)
+        made = created.get(text)  # the Cast's name: its output 0 is the tensor (no TensorRef kept per Cast)
         if made is not None:
             return TensorRef(made, 0)
         label = "NpuSimRound" if kind == "round" else "NpuSimCast"
@@ -314,9 +317,9 @@ class Rewriter:
         node.attr[INSERTED_ATTR].b = True
         self.view.add_node(node, name, inputs)
         self.casts_inserted += 1
-        self.inserted.append(name, ref, src, dst, kind)
+        self.inserted.append(name, text, src, dst, kind)
         if kind == "round":
             self.round_trips += 1
-        created[ref] = name
+        created[text] = name
         return TensorRef(name, 0)
 

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.alike import Renaming, alike_key
-from npu_sim_bridge.graph.names import node_name
+from npu_sim_bridge.graph.names import format_input, node_name, parse_input
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.precision import casts, marks, ports, rounding
@@ -130,7 +130,7 @@ class PrecisionPass(GraphPass):
                 done[key] = ([arg.name for arg in fdef.signature.input_arg], plans, rewriter, new_fdef, rows)
             else:
                 template_args, plans, rewriter, template_fdef, rows = done[key]
-                derived = {name: source.node for name, source, *_ in rewriter.inserted} if rewriter else None
+                derived = {name: node_name(source) for name, source, *_ in rewriter.inserted} if rewriter else None
                 rename = Renaming(template_args, fdef, derived)
                 new_fdef = rename.function(template_fdef) if template_fdef is not None else None
                 if template_fdef is not None and new_fdef is None:  # a renamed node would clash: work it out
@@ -237,6 +237,7 @@ def _report_inserted(report, rewriter, prefix: str, rename=None) -> None:
         what = "float16 round trip" if kind == "round" else "Cast"
         op = marks.ROUND_OP if kind == "round" and src == dst else "Cast"
         if rename is not None:
-            name, source = rename(name), source._replace(node=rename(source.node))
+            ref = parse_input(source)
+            name, source = rename(name), format_input(ref._replace(node=rename(ref.node)))
         report.nodes.add(prefix + name, op, dtype_before=name_of(src), dtype_after=name_of(dst),
                          text=InsertedText("precision", what, source))
