@@ -492,3 +492,27 @@ def test_max_pool_grads_alike_by_their_ports_round_by_their_own_windows(mode):
     by_window = {tuple(node.attr["ksize"].list.i) == tuple(node.attr["strides"].list.i): name
                  for name, node in grads.items()}
     assert by_window[True] not in rounded and by_window[False] in rounded
+
+
+def test_nodes_alike_by_their_ports_share_a_plan_only_when_named_alike():
+    """A fetched node and host nodes keep float32 by their name; a node alike to them by its ports that is
+    neither still takes its list's dtype, whichever comes first in the graph."""
+    from npu_sim_bridge.runtime.scopes import without_npu_compile_scope
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 2], name="x")
+        fetched = tf.matmul(x, x, name="fetched")
+        with without_npu_compile_scope():
+            host_a = tf.matmul(x, x, name="host_a")
+            host_b = tf.matmul(x, x, name="host_b")
+        plain = tf.matmul(x, x, name="plain")
+        tf.identity(fetched + host_a + host_b + plain, name="y")
+    result = npu_sim_bridge.rewrite(graph.as_graph_def(), {"precision_mode": "allow_mix_precision",
+                                                           "mix_compile_mode": True}, fetches=["y", "fetched"])
+    nodes = result.report.nodes
+    assert (nodes["fetched"].dtype_after, nodes["fetched"].reason) == ("float32", "fetched: keeps float32")
+    for name in ("host_a", "host_b"):
+        assert (nodes[name].placement, nodes[name].dtype_after) == ("host", "float32")
+        assert nodes[name].reason.endswith("host: keeps float32")
+    assert (nodes["plain"].dtype_after, nodes["plain"].reason) == ("float16", "white list")

@@ -205,7 +205,8 @@ class Decider:
         self.plans: dict[str, Plan] = {}
         self.edges: dict[str, list] = {}
         self.must_keep_failures: list[tuple[str, str, int]] = []
-        # Nodes decided by their name or their own attrs, never from a template (see _classify).
+        # The sets a node's name may be in, in the order _classify_node asks: alike nodes share a
+        # template only within the same first set (see _template_key).
         self._named_sets = (self.fed, self.fetched, self.preserved, self.host)
         # port key -> (the plan of the first node with that key, whether it failed must_keep_origin_dtype)
         self._templates: dict[tuple, tuple[Plan, bool]] = {}
@@ -258,18 +259,22 @@ class Decider:
         return template  # decided once for all alike (a plan per node was a tenth of the peak)
 
     def _template_key(self, name: str, node) -> tuple | None:
-        """The node's port key when its plan may be copied from another node's, else None."""
+        """The node's port key when its plan may be copied from another node's, else None. A node that is
+        fed, fetched, preserved or on the host is alike only to nodes in the same first of those sets
+        (the key says which): on BERT the host nodes alone had a plan each, a twentieth of the peak."""
         op = node.op
         marks = _marks_that_decide(op)
-        fed, fetched, preserved, host = self._named_sets
-        if (marks is None or op in self.functions or name in fed or name in fetched or name in preserved
-                or name in host):
+        if marks is None or op in self.functions:
             return None
         attrs = node.attr
         for mark in marks:
             if mark in attrs:
                 return None
-        return port_key_of(op, attrs)
+        key = port_key_of(op, attrs)
+        fed, fetched, preserved, host = self._named_sets
+        if name in host or name in fed or name in fetched or name in preserved:
+            return (0 if name in fed else 1 if name in fetched else 2 if name in preserved else 3), key
+        return key
 
     def _classify_node(self, name: str, node, sig) -> Plan:
         op = self.view.op(name)  # the view's str: protobuf makes one at each read, and the plan keeps it
