@@ -787,6 +787,18 @@ bool ToInts(PyObject* list, std::vector<int64_t>* out) {
   return true;
 }
 
+// A bytes-like object (one byte per value, as a bytearray of flags) or a list of ints -> vector: a
+// bytearray read as it lies, with no list of int objects made for it.
+bool ToFlags(PyObject* values, std::vector<int64_t>* out) {
+  if (!PyObject_CheckBuffer(values)) return ToInts(values, out);
+  Py_buffer view;
+  if (PyObject_GetBuffer(values, &view, PyBUF_SIMPLE) != 0) return false;
+  const auto* bytes = static_cast<const unsigned char*>(view.buf);
+  out->assign(bytes, bytes + view.len);
+  PyBuffer_Release(&view);
+  return true;
+}
+
 bool ToIntLists(PyObject* lists, std::vector<std::vector<int64_t>>* out) {
   PyRef items(PySequence_Fast(lists, "expected a list of lists of ints"));
   if (!items) return false;
@@ -798,7 +810,7 @@ bool ToIntLists(PyObject* lists, std::vector<std::vector<int64_t>>* out) {
   return true;
 }
 
-// The bytes of `values` as they lie in memory: what Python's array.array takes (typecode q or d).
+// The bytes of `values` as they lie in memory: what Python's array.array takes (typecode i or f).
 template <typename T>
 PyObject* ToBytes(const std::vector<T>& values) {
   return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(values.data()),
@@ -845,8 +857,11 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObje
 }
 
 // passes/partition/cluster.py _segments_py, over the units of a graph: (order, succ, device), each
-// unit's predecessors taken from its sources' successor lists -> the bytes of (segment_of, the segments' members, where each segment starts, layer, reach_device),
-// int64 but reach_device's doubles; cluster.py _segments makes them arrays. Layers are ASAP then ALAP
+// unit's predecessors taken from its sources' successor lists; order None for the units' own
+// numbering, device a list or a bytearray of flags -> the bytes of (segment_of, the segments'
+// members, where each segment starts, layer, reach_device), int32 but reach_device's float32 (a
+// layer is below 2**24, so float32 holds every reach exactly, and infinity); cluster.py _segments
+// makes them arrays. Layers are ASAP then ALAP
 // over `order`; device units joined by an edge within one layer form a segment; segments come in the
 // order of their first member. nullptr with a Python error set for arguments of the wrong shape.
 extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObject* args) {
@@ -856,11 +871,15 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObj
   if (!PyArg_ParseTuple(args, "OOO", &order_arg, &succ_arg, &device_arg)) return nullptr;
   std::vector<int64_t> order, device;
   std::vector<std::vector<int64_t>> succ;
-  if (!npu_sim_bridge::ToInts(order_arg, &order) || !npu_sim_bridge::ToIntLists(succ_arg, &succ) ||
-      !npu_sim_bridge::ToInts(device_arg, &device)) {
+  if ((order_arg != Py_None && !npu_sim_bridge::ToInts(order_arg, &order)) ||
+      !npu_sim_bridge::ToIntLists(succ_arg, &succ) || !npu_sim_bridge::ToFlags(device_arg, &device)) {
     return nullptr;
   }
   const size_t count = succ.size();
+  if (order_arg == Py_None) {  // the numbering is the order (no list of int objects made for it)
+    order.resize(count);
+    for (size_t unit = 0; unit < count; ++unit) order[unit] = static_cast<int64_t>(unit);
+  }
   bool shaped = device.size() == count;
   for (int64_t unit : order) shaped = shaped && unit >= 0 && static_cast<size_t>(unit) < count;
   for (const auto& units : succ) {
@@ -945,13 +964,16 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimSegments(PyObj
     }
     starts.push_back(static_cast<int64_t>(members.size()));
   }
-  std::vector<double> reaches(count);
+  std::vector<float> reaches(count);
   for (size_t unit = 0; unit < count; ++unit) {
-    reaches[unit] = reach_device[unit] == kInf ? Py_HUGE_VAL : static_cast<double>(reach_device[unit]);
+    reaches[unit] = reach_device[unit] == kInf ? HUGE_VALF : static_cast<float>(reach_device[unit]);
   }
-  PyRef units_segment(npu_sim_bridge::ToBytes(segment_of)), all_members(npu_sim_bridge::ToBytes(members)),
-      segment_starts(npu_sim_bridge::ToBytes(starts)), layers(npu_sim_bridge::ToBytes(layer)),
-      reach_bytes(npu_sim_bridge::ToBytes(reaches));
+  const auto narrow = [](const std::vector<int64_t>& values) {
+    return std::vector<int32_t>(values.begin(), values.end());
+  };
+  PyRef units_segment(npu_sim_bridge::ToBytes(narrow(segment_of))),
+      all_members(npu_sim_bridge::ToBytes(narrow(members))), segment_starts(npu_sim_bridge::ToBytes(narrow(starts))),
+      layers(npu_sim_bridge::ToBytes(narrow(layer))), reach_bytes(npu_sim_bridge::ToBytes(reaches));
   if (!units_segment || !all_members || !segment_starts || !layers || !reach_bytes) return nullptr;
   return PyTuple_Pack(5, units_segment.get(), all_members.get(), segment_starts.get(), layers.get(),
                       reach_bytes.get());
