@@ -515,20 +515,21 @@ class Decider:
         return True
 
     def _settle(self) -> None:
-        followers = {name for name, plan in self.plans.items() if plan.role in (GRAY, PLUMBING, INSERTED)}
-        queue = collections.deque(name for name in self.plans if name in followers)
+        plans = self.plans
+        # The followers, asked of their plans (a set of their names was a tenth of the pass's peak).
+        queue = collections.deque(name for name, plan in plans.items() if plan.role in _FOLLOWERS)
         queued = set(queue)
         while queue:
             name = queue.popleft()
             queued.discard(name)
-            if self._update(self.plans[name]):
+            if self._update(plans[name]):
                 for consumer in self.view.consumers(name):
-                    if consumer in followers and consumer not in queued:
+                    plan = plans.get(consumer)
+                    if plan is not None and plan.role in _FOLLOWERS and consumer not in queued:
                         queue.append(consumer)
                         queued.add(consumer)
-        for name in followers:
-            plan = self.plans[name]
-            if plan.role == INSERTED:
+        for name, plan in plans.items():
+            if plan.role not in _FOLLOWERS or plan.role == INSERTED:
                 continue
             if plan.role == GRAY:
                 plan.reason = self._gray_reason(plan)
