@@ -79,6 +79,30 @@ def test_the_consumer_index_holds_a_lone_consumer_as_its_name():
     validate_graph(view)
 
 
+def test_a_name_read_before_its_node_is_added_gets_its_consumers_when_it_comes():
+    view = GraphView(_graph(CHAIN + 'node { name: "late_reader" op: "Identity" input: "late:1" }'))
+    index = view.consumer_index()
+    assert index.missing() == {"late": "late_reader"} and index["late"] == "late_reader"
+    with pytest.raises(GraphValidationError, match="late_reader <- late"):
+        validate_graph(view)
+    view.add_node(node_def_pb2.NodeDef(name="late", op="Unpack", input=["a"]))
+    assert index.missing() == {} and view.consumers("late") == ["late_reader"]
+    assert sorted(index["a"]) == ["b", "c", "late"] and dict(index.items())["late"] == "late_reader"
+    validate_graph(view)
+
+
+def test_the_consumer_index_keeps_to_its_nodes_across_compaction():
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Identity" input: "c" }'))
+    view.set_input("d", 0, "b")
+    view.remove_node("c")
+    view.compact()
+    assert [node.name for node in view.graph_def.node] == ["a", "b", "d"]
+    assert (view.consumers("a"), view.consumers("b"), view.consumers("d")) == (["b"], ["d"], [])
+    assert dict(view.consumer_index().items()) == {"a": "b", "b": "d"}
+    view.add_node(node_def_pb2.NodeDef(name="e", op="Identity", input=["d"]))
+    assert view.consumers("d") == ["e"] and view.consumer_index() == {"a": "b", "b": "d", "d": "e"}
+
+
 def test_a_consumer_reading_a_producer_twice_stays_a_consumer_until_both_edges_go():
     view = GraphView(_graph(CHAIN))
     assert view.consumers("b") == ["c"]  # c reads b twice (data and control): listed once

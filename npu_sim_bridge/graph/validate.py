@@ -184,8 +184,8 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     if "" in view:
         raise GraphValidationError(f"{where}: a node of op {view.node('').op!r} has no name")
     consumers = view.consumer_index()
-    missing = [producer for producer, users in consumers.items()
-               if users and producer not in view and producer not in allow_external]
+    missing = [producer for producer, users in consumers.missing().items()
+               if users and producer not in allow_external]
     if missing:
         dangling = [f"{user} <- {producer}" for producer in sorted(missing)
                     for user in sorted(set(edges(consumers[producer])))]

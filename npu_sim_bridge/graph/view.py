@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import sys
 from array import array
+from collections.abc import Mapping
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy
@@ -84,6 +85,50 @@ class Ranks:
         held = numpy.empty(len(names), dtype=object)
         held[:] = names
         return held[numpy.argsort(keys, kind="stable")].tolist()
+
+
+class ConsumerIndex(Mapping):
+    """The view's consumer index, read as a mapping (see `GraphView.consumer_index`): the view holds the
+    consumers by the producer's place, and the producers not in the graph by name."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: "GraphView"):
+        self._view = view
+
+    def get(self, name: str, default=None):
+        view = self._view
+        at = view._at.get(name)
+        held = view._users[at] if at is not None else view._dangling.get(name)
+        return default if held is None else held
+
+    def __getitem__(self, name: str) -> "str | list[str]":
+        held = self.get(name)
+        if held is None:
+            raise KeyError(name)
+        return held
+
+    def __contains__(self, name: object) -> bool:
+        return self.get(name) is not None
+
+    def items(self) -> "Iterator[tuple[str, str | list[str]]]":  # type: ignore[override]
+        """(producer, consumers) of the producers in the graph, in GraphDef order, then of the others."""
+        users = self._view._users
+        for name, at in self._view._at.items():
+            held = users[at]
+            if held is not None:
+                yield name, held
+        yield from self._view._dangling.items()
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.items())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    def missing(self) -> "dict[str, str | list[str]]":
+        """The names nodes read that are not in the graph -> their readers."""
+        return self._view._dangling
 
 
 class GraphView:
@@ -184,14 +229,15 @@ class GraphView:
             records.append((name, ops[place], (held,) if held.__class__ is str else held))
         return records
 
-    def consumer_index(self) -> "dict[str, str | list[str]]":
+    def consumer_index(self) -> "ConsumerIndex":
         """producer name -> its consumers' names, one per edge (a consumer reading the producer twice is
         there twice; no order to rely on): a list, or the name of a lone consumer (read values through
-        `edges`); read-only, kept current by the mutators.
+        `edges`); read-only, kept current by the mutators. Producers a node reads that are not in the
+        graph are in it too (validation reports them).
 
         Names per producer, not a count per consumer: most producers have one or two consumers, and a
         dict each was the largest part of the view (a third of it on BERT)."""
-        return self._consumers
+        return ConsumerIndex(self)
 
     def node(self, name: str) -> node_def_pb2.NodeDef:
         try:
@@ -228,7 +274,7 @@ class GraphView:
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
-        return sorted(set(edges(self._consumers.get(name, ()))))
+        return sorted(set(edges(self._users_of(name))))
 
     def data_consumers(self, ref: TensorRef) -> list[tuple[str, int]]:
         """(consumer name, input index) for every data edge reading tensor `ref`."""
@@ -318,6 +364,7 @@ class GraphView:
                              f"{list(node.input)}")
         if name in self._at:
             raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
+        waiting = self._dangling.pop(name, None) if self._dangling else None  # read before it was added
         if self._journal is not None:
             self._journal.added[name] = None
         stored = self._stored.add()
@@ -327,6 +374,7 @@ class GraphView:
         inputs = held_inputs(stored.input if inputs is None else inputs)
         self._inputs.append(inputs)
         self._rank.append(UNRANKED)
+        self._users.append(waiting)
         self.touched.append(name)
         for text in edges(inputs):
             self._link(node_name(text), name)
@@ -347,7 +395,7 @@ class GraphView:
         self._dead.append(at)
         for text in edges(held):
             self._unlink(node_name(text), name)
-        self._consumers.pop(name, None)
+        self._users[at] = None
 
     def set_op(self, name: str, op: str) -> None:
         """Give a node another op (the index keeps each node's op: set it here, not on the NodeDef)."""
@@ -424,7 +472,7 @@ class GraphView:
         self._edits += 1
         gone = names if isinstance(names, dict) else dict.fromkeys(names)
         for name in gone:
-            outside = {user for user in edges(self._consumers.get(name, ())) if user not in gone}
+            outside = {user for user in edges(self._users_of(name)) if user not in gone}
             if outside:
                 raise GraphValidationError(
                     f"cannot remove node {name!r}: still read by {', '.join(sorted(outside)[:5])}")
@@ -439,7 +487,7 @@ class GraphView:
                 producer = node_name(text)
                 if producer not in gone:
                     self._unlink(producer, name)
-            self._consumers.pop(name, None)
+            self._users[at] = None
 
     def compact(self) -> None:
         """Drop removed nodes from the GraphDef (the live nodes keep their order and their index entries).
@@ -459,6 +507,7 @@ class GraphView:
             del self._ops[start:end]
             del self._inputs[start:end]
             del self._rank[start:end]
+            del self._users[start:end]
         if self._hub_before:  # a hub stands before the same node, or the first live one after a removed one
             dead = sorted(self._dead)
             self._hub_before = {hub: at - bisect.bisect_left(dead, at) for hub, at in self._hub_before.items()}
@@ -488,29 +537,42 @@ class GraphView:
             raise GraphValidationError(
                 "the graph has duplicate node names: " + ", ".join(sorted(duplicates)[:10]))
         hubs = control_hubs.plan_hubs(self._at, inputs, self.op) if gather_control_inputs else []
-        consumers = None
+        # The consumer index: by place, the names of the nodes that read the node there (None for none,
+        # else as `edges` reads them), and the names read but not in the graph in a dict of their own. A
+        # dict of every producer was the largest index of a graph that gains many Casts.
+        self._users: list = [None] * len(self._ops)
+        self._dangling: dict[str, str | list[str]] = {}
+        given = None
         if hubs:  # the hubs take most control edges away (ResNet-50: 78k of 92k): index what is left
             self._gather(hubs)
         elif given_consumers is not None:
-            consumers = given_consumers()
-        if consumers is None:
-            consumers = {}
-            held, place, count = consumers.get, self._at.get, len(names)
-            for name, node_inputs in zip(self._at, inputs):  # _link inlined: this loop sees every edge
-                for text in (node_inputs,) if node_inputs.__class__ is str else node_inputs:
-                    producer = node_name(text)
-                    if producer is not text:  # "^x" or "x:1": key the index by x's own str, not a slice
-                        at = place(producer)
-                        if at is not None and at < count:
-                            producer = names[at]
-                    users = held(producer)
-                    if users is None:
-                        consumers[producer] = name
-                    elif users.__class__ is str:
-                        consumers[producer] = [users, name]
-                    else:
-                        users.append(name)
-        self._consumers = consumers
+            given = given_consumers()
+        if given is not None:  # by producer name, as the shim gives it (values as `edges` reads them)
+            users, dangling, place = self._users, self._dangling, self._at.get
+            for producer, held in given.items():
+                at = place(producer)
+                if at is None:
+                    dangling[producer] = held
+                else:
+                    users[at] = held
+            return
+        users, dangling, place = self._users, self._dangling, self._at.get
+        for name, node_inputs in zip(self._at, self._inputs):  # _link inlined: this loop sees every edge
+            for text in (node_inputs,) if node_inputs.__class__ is str else node_inputs:
+                producer = node_name(text)
+                at = place(producer)
+                held = users[at] if at is not None else dangling.get(producer)
+                if held is None:
+                    held = name
+                elif held.__class__ is str:
+                    held = [held, name]
+                else:
+                    held.append(name)
+                    continue
+                if at is not None:
+                    users[at] = held
+                else:
+                    dangling[producer] = held
 
     def _gather(self, hubs: list[control_hubs.Hub]) -> None:
         """Add the hubs (on the device of their first reader) and point their readers at them.
@@ -538,26 +600,50 @@ class GraphView:
             self._ops.append(stored.op)
             self._inputs.append(held_inputs(hub.inputs))
             self._rank.append(UNRANKED)
+            self._users.append(None)
         self.hubs = hubs
 
+    def _users_of(self, producer: str) -> "str | list[str] | tuple":
+        """The consumer index's value for `producer` (see `edges`), () for none."""
+        at = self._at.get(producer)
+        held = self._users[at] if at is not None else self._dangling.get(producer)
+        return () if held is None else held
+
     def _link(self, producer: str, consumer: str) -> None:
-        users = self._consumers.get(producer)
+        at = self._at.get(producer)
+        users = self._users[at] if at is not None else self._dangling.get(producer)
         if users is None:
-            self._consumers[producer] = consumer
+            users = consumer
         elif users.__class__ is str:
-            self._consumers[producer] = [users, consumer]
+            users = [users, consumer]
         else:
             users.append(consumer)
+            return
+        if at is not None:
+            self._users[at] = users
+        else:
+            self._dangling[producer] = users
 
     def _unlink(self, producer: str, consumer: str) -> None:
         """Take one edge from `producer` to `consumer` out of the index."""
-        users = self._consumers.get(producer)
+        at = self._at.get(producer)
+        users = self._users[at] if at is not None else self._dangling.get(producer)
         if users is None:
             return
         if users.__class__ is str:
-            if users == consumer:
-                del self._consumers[producer]
+            if users != consumer:
+                return
+            users = None
         elif consumer in users:
             users.remove(consumer)
-            if len(users) == 1:
-                self._consumers[producer] = users[0]
+            if len(users) != 1:
+                return
+            users = users[0]
+        else:
+            return
+        if at is not None:
+            self._users[at] = users
+        elif users is None:
+            del self._dangling[producer]
+        else:
+            self._dangling[producer] = users
