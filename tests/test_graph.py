@@ -82,11 +82,11 @@ def test_the_consumer_index_holds_a_lone_consumer_as_its_name():
 def test_a_name_read_before_its_node_is_added_gets_its_consumers_when_it_comes():
     view = GraphView(_graph(CHAIN + 'node { name: "late_reader" op: "Identity" input: "late:1" }'))
     index = view.consumer_index()
-    assert index.missing() == {"late": "late_reader"} and index["late"] == "late_reader"
+    assert view.missing_producers() == {"late": "late_reader"} and index["late"] == "late_reader"
     with pytest.raises(GraphValidationError, match="late_reader <- late"):
         validate_graph(view)
     view.add_node(node_def_pb2.NodeDef(name="late", op="Unpack", input=["a"]))
-    assert index.missing() == {} and view.consumers("late") == ["late_reader"]
+    assert view.missing_producers() == {} and view.consumers("late") == ["late_reader"]
     assert sorted(index["a"]) == ["b", "c", "late"] and dict(index.items())["late"] == "late_reader"
     validate_graph(view)
 

@@ -17,7 +17,8 @@ from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
-from npu_sim_bridge.graph.view import UNRANKED, edges
+from npu_sim_bridge.graph.indexes import UNRANKED
+from npu_sim_bridge.graph.view import edges
 
 # Edges out of these ops close the loops of v1 while frames; they are the only legal cycles.
 BACK_EDGE_OPS = NEXT_ITERATION_OPS
@@ -183,12 +184,11 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     view.set_ranks(None)
     if "" in view:
         raise GraphValidationError(f"{where}: a node of op {view.node('').op!r} has no name")
-    consumers = view.consumer_index()
-    missing = [producer for producer, users in consumers.missing().items()
-               if users and producer not in allow_external]
+    readers = view.missing_producers()
+    missing = [producer for producer, users in readers.items() if users and producer not in allow_external]
     if missing:
         dangling = [f"{user} <- {producer}" for producer in sorted(missing)
-                    for user in sorted(set(edges(consumers[producer])))]
+                    for user in sorted(set(edges(readers[producer])))]
         raise GraphValidationError(f"{where}: inputs name missing nodes: {_listed(dangling)}")
     order = view.remembered_order()  # a topological order of the graph as it is: it has no cycle
     if order is None:

@@ -17,15 +17,13 @@ from __future__ import annotations
 import bisect
 import sys
 from array import array
-from collections.abc import Mapping
 from typing import Callable, Iterable, Iterator, Sequence
-
-import numpy
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import control_hubs, shared_ints
+from npu_sim_bridge.graph.indexes import UNRANKED, ConsumerIndex, Ranks
 from npu_sim_bridge.graph.names import TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.table import NodeTable, held_inputs, names_and_inputs
 
@@ -52,83 +50,6 @@ class EditJournal:
         return bool(self.added or self.removed) or any(
             tuple(view.input_texts(name)) != tuple(edges(before))
             for name, before in self.rewired.items() if name in view)
-
-
-UNRANKED = float("-inf")  # the rank of a node added since validation last ranked the graph
-
-
-class Ranks:
-    """Validation's topological ranks, by node name: the view's place index over one array of ranks by
-    place (a dict of ranks, and a float object for each added node's, were a fifth of a rewrite's peak
-    memory on BERT). Loops that read many take `place` and `values` and index them directly."""
-
-    __slots__ = ("place", "values")
-
-    def __init__(self, place: "dict[str, int]", values: array):
-        self.place, self.values = place, values
-
-    def __getitem__(self, name: str) -> float:
-        return self.values[self.place[name]]
-
-    def __setitem__(self, name: str, rank: float) -> None:
-        self.values[self.place[name]] = rank
-
-    def complete(self) -> bool:
-        """Whether every live node has a rank."""
-        return UNRANKED not in map(self.values.__getitem__, self.place.values())
-
-    def sorted(self, names: list[str]) -> list[str]:
-        """`names` by rank (ties keep their order). Sorted as arrays: a float and an int object per
-        name, as sorting them in Python makes, were a sixth of a rewrite's peak memory."""
-        places = numpy.fromiter(map(self.place.__getitem__, names), dtype=numpy.intp, count=len(names))
-        keys = numpy.frombuffer(self.values, dtype=numpy.float64)[places]
-        held = numpy.empty(len(names), dtype=object)
-        held[:] = names
-        return held[numpy.argsort(keys, kind="stable")].tolist()
-
-
-class ConsumerIndex(Mapping):
-    """The view's consumer index, read as a mapping (see `GraphView.consumer_index`): the view holds the
-    consumers by the producer's place, and the producers not in the graph by name."""
-
-    __slots__ = ("_view",)
-
-    def __init__(self, view: "GraphView"):
-        self._view = view
-
-    def get(self, name: str, default=None):
-        view = self._view
-        at = view._at.get(name)
-        held = view._users[at] if at is not None else view._dangling.get(name)
-        return default if held is None else held
-
-    def __getitem__(self, name: str) -> "str | list[str]":
-        held = self.get(name)
-        if held is None:
-            raise KeyError(name)
-        return held
-
-    def __contains__(self, name: object) -> bool:
-        return self.get(name) is not None
-
-    def items(self) -> "Iterator[tuple[str, str | list[str]]]":  # type: ignore[override]
-        """(producer, consumers) of the producers in the graph, in GraphDef order, then of the others."""
-        users = self._view._users
-        for name, at in self._view._at.items():
-            held = users[at]
-            if held is not None:
-                yield name, held
-        yield from self._view._dangling.items()
-
-    def __iter__(self) -> Iterator[str]:
-        return (name for name, _ in self.items())
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self.items())
-
-    def missing(self) -> "dict[str, str | list[str]]":
-        """The names nodes read that are not in the graph -> their readers."""
-        return self._view._dangling
 
 
 class GraphView:
@@ -239,6 +160,19 @@ class GraphView:
         dict each was the largest part of the view (a third of it on BERT)."""
         return ConsumerIndex(self)
 
+    def producers_with_users(self) -> "Iterator[tuple[str, str | list[str]]]":
+        """(producer, its consumers as `edges` reads them) for each node that has one, in GraphDef
+        order."""
+        users = self._users
+        for name, at in self._at.items():
+            held = users[at]
+            if held is not None:
+                yield name, held
+
+    def missing_producers(self) -> "dict[str, str | list[str]]":
+        """The names nodes read that no node has -> their readers (read-only)."""
+        return self._dangling
+
     def node(self, name: str) -> node_def_pb2.NodeDef:
         try:
             return self._stored[self._at[name]]
@@ -274,7 +208,7 @@ class GraphView:
 
     def consumers(self, name: str) -> list[str]:
         """Names of nodes with at least one edge (data or control) from `name`, sorted."""
-        return sorted(set(edges(self._users_of(name))))
+        return sorted(set(edges(self.users_of(name))))
 
     def data_consumers(self, ref: TensorRef) -> list[tuple[str, int]]:
         """(consumer name, input index) for every data edge reading tensor `ref`."""
@@ -364,7 +298,6 @@ class GraphView:
                              f"{list(node.input)}")
         if name in self._at:
             raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
-        waiting = self._dangling.pop(name, None) if self._dangling else None  # read before it was added
         if self._journal is not None:
             self._journal.added[name] = None
         stored = self._stored.add()
@@ -374,7 +307,7 @@ class GraphView:
         inputs = held_inputs(stored.input if inputs is None else inputs)
         self._inputs.append(inputs)
         self._rank.append(UNRANKED)
-        self._users.append(waiting)
+        self._users.append(self._dangling.pop(name, None) if self._dangling else None)  # read before it came
         self.touched.append(name)
         for text in edges(inputs):
             self._link(node_name(text), name)
@@ -472,7 +405,7 @@ class GraphView:
         self._edits += 1
         gone = names if isinstance(names, dict) else dict.fromkeys(names)
         for name in gone:
-            outside = {user for user in edges(self._users_of(name)) if user not in gone}
+            outside = {user for user in edges(self.users_of(name)) if user not in gone}
             if outside:
                 raise GraphValidationError(
                     f"cannot remove node {name!r}: still read by {', '.join(sorted(outside)[:5])}")
@@ -556,23 +489,10 @@ class GraphView:
                 else:
                     users[at] = held
             return
-        users, dangling, place = self._users, self._dangling, self._at.get
-        for name, node_inputs in zip(self._at, self._inputs):  # _link inlined: this loop sees every edge
+        link = self._link
+        for name, node_inputs in zip(self._at, self._inputs):
             for text in (node_inputs,) if node_inputs.__class__ is str else node_inputs:
-                producer = node_name(text)
-                at = place(producer)
-                held = users[at] if at is not None else dangling.get(producer)
-                if held is None:
-                    held = name
-                elif held.__class__ is str:
-                    held = [held, name]
-                else:
-                    held.append(name)
-                    continue
-                if at is not None:
-                    users[at] = held
-                else:
-                    dangling[producer] = held
+                link(node_name(text), name)
 
     def _gather(self, hubs: list[control_hubs.Hub]) -> None:
         """Add the hubs (on the device of their first reader) and point their readers at them.
@@ -603,8 +523,9 @@ class GraphView:
             self._users.append(None)
         self.hubs = hubs
 
-    def _users_of(self, producer: str) -> "str | list[str] | tuple":
-        """The consumer index's value for `producer` (see `edges`), () for none."""
+    def users_of(self, producer: str) -> "str | list[str] | tuple":
+        """The consumer index's value for `producer` (see `edges`), () for none; a name no node has
+        counts as a producer too."""
         at = self._at.get(producer)
         held = self._users[at] if at is not None else self._dangling.get(producer)
         return () if held is None else held

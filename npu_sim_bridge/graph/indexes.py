@@ -1,0 +1,83 @@
+"""Read-only indexes over a GraphView's per-place arrays, read by node name.
+
+The view keeps per node only what it must (its place, op and inputs, in lists by place). Validation's
+ranks and the consumer index are arrays by place too, not dicts by name; these classes read them by
+name for the code that asks that way.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Iterator
+
+import numpy
+
+if TYPE_CHECKING:
+    from npu_sim_bridge.graph.view import GraphView
+
+UNRANKED = float("-inf")  # the rank of a node added since validation last ranked the graph
+
+
+class Ranks:
+    """Validation's topological ranks, by node name: the view's place index over one array of ranks by
+    place (a dict of ranks, and a float object for each added node's, were a fifth of a rewrite's peak
+    memory on BERT). Loops that read many take `place` and `values` and index them directly."""
+
+    __slots__ = ("place", "values")
+
+    def __init__(self, place: "dict[str, int]", values: array):
+        self.place, self.values = place, values
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[self.place[name]]
+
+    def __setitem__(self, name: str, rank: float) -> None:
+        self.values[self.place[name]] = rank
+
+    def complete(self) -> bool:
+        """Whether every live node has a rank."""
+        return UNRANKED not in map(self.values.__getitem__, self.place.values())
+
+    def sorted(self, names: list[str]) -> list[str]:
+        """`names` by rank (ties keep their order). Sorted as arrays: a float and an int object per
+        name, as sorting them in Python makes, were a sixth of a rewrite's peak memory."""
+        places = numpy.fromiter(map(self.place.__getitem__, names), dtype=numpy.intp, count=len(names))
+        keys = numpy.frombuffer(self.values, dtype=numpy.float64)[places]
+        held = numpy.empty(len(names), dtype=object)
+        held[:] = names
+        return held[numpy.argsort(keys, kind="stable")].tolist()
+
+
+class ConsumerIndex(Mapping):
+    """The view's consumer index, read as a mapping (see `GraphView.consumer_index`): the view holds the
+    consumers by the producer's place, and the producers not in the graph by name."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: "GraphView"):
+        self._view = view
+
+    def get(self, name: str, default=None):
+        held = self._view.users_of(name)
+        return held if held else default
+
+    def __getitem__(self, name: str) -> "str | list[str]":
+        held = self.get(name)
+        if held is None:
+            raise KeyError(name)
+        return held
+
+    def __contains__(self, name: object) -> bool:
+        return self.get(name) is not None
+
+    def items(self) -> "Iterator[tuple[str, str | list[str]]]":  # type: ignore[override]
+        """(producer, consumers) of the producers in the graph, in GraphDef order, then of the others."""
+        yield from self._view.producers_with_users()
+        yield from self._view.missing_producers().items()
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.items())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
