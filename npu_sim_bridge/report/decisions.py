@@ -2,8 +2,8 @@
 
 A large graph's report has a record for every node, and one object per record (with its fields and
 its entry in a dict of records) was the largest single part of the pipeline's peak memory. Here a
-row is an index into a few lists and arrays; the short, repeating values (list colour, dtype names,
-placement, GeOp name) are kept as small codes into one vocabulary per table.
+row is an index into a few lists and arrays; the short, repeating values (op type, list colour, dtype
+names, placement, GeOp name) are kept as small codes into one vocabulary per table.
 
 `Decisions` is the mapping the report exposes as `report.nodes` (name -> NodeDecision). A
 `NodeDecision` it hands out is a handle on a row: reading or setting a field reads or sets the
@@ -45,12 +45,11 @@ class Decisions(Mapping):
     def __init__(self):
         self._rows: dict[str, int] = {}
         self._names: list[str] = []
-        self._ops: list[str] = []
         self._vocab: list[str | None] = [None]   # code -> value; code 0 is None
         self._codes: dict[str, int] = {}
-        # Two bytes a code while the vocabulary fits (a graph has a few lists, dtypes and placements,
-        # and a GeOp name per segment), four beyond (see _code).
-        self._coded = {field: array("H") for field in _CODED}
+        # Two bytes a code while the vocabulary fits (a graph has a few hundred op types, a few lists,
+        # dtypes and placements, and a GeOp name per segment), four beyond (see _code).
+        self._coded = {field: array("H") for field in (*_CODED, "op")}
         # As passes gave them: none (the empty tuple), the one reason, a tuple of two or more, or a list
         # once the reasons were read (rendering replaces each with its Reason).
         self._reasons: list = []
@@ -96,7 +95,7 @@ class Decisions(Mapping):
         if source is self:
             return
         fields = {field: source._value(field, row) for field in _CODED}
-        new = self.add(name, source._ops[row], **fields)
+        new = self.add(name, source._value("op", row), **fields)
         self._reasons[new] = source._reasons[row]
         self._set_text(new, source._text(row))
         self._rendered[new] = source._rendered[row]
@@ -112,7 +111,8 @@ class Decisions(Mapping):
         if row is None:
             row = self._rows[name] = shared_ints.number(len(self._names))
             self._names.append(name)
-            self._ops.append(op)
+            code = self._code(op)  # first: a new code may widen the columns
+            self._coded["op"].append(code)
             for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
                 code = self._code(value)  # first: a new code may widen the columns
                 self._coded[field].append(code)
@@ -122,7 +122,7 @@ class Decisions(Mapping):
             self._set_text(row, text)
             self._rendered.append(0)
             return row
-        self._ops[row] = op
+        self._coded["op"][row] = self._code(op)
         for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
             self._coded[field][row] = self._code(value)
         self._reasons[row] = _NO_REASONS if reasons is None else reasons
@@ -154,8 +154,9 @@ class Decisions(Mapping):
         if len(self._rows) != start + len(names):
             raise ValueError("a report records each node once: the names repeat or are recorded already")
         self._names.extend(names)
-        self._ops.extend(ops)
-        values = list(map(self._code, dtypes))  # first: a new code may widen the columns
+        op_codes = list(map(self._code, ops))  # first: a new code may widen the columns
+        values = list(map(self._code, dtypes))
+        self._coded["op"].extend(array(self._coded["op"].typecode, op_codes))
         codes = array(self._coded["dtype_before"].typecode, values)
         self._coded["dtype_before"].extend(codes)
         self._coded["dtype_after"].extend(codes)
@@ -171,8 +172,6 @@ class Decisions(Mapping):
         """One field of every row, in row order ("name", "op" or a coded field)."""
         if field == "name":
             return list(self._names)
-        if field == "op":
-            return list(self._ops)
         vocab = self._vocab
         return [vocab[code] for code in self._coded[field]]
 
@@ -302,13 +301,7 @@ class NodeDecision:
     def name(self) -> str:
         return self._table._names[self._row]
 
-    @property
-    def op(self) -> str:
-        return self._table._ops[self._row]
-
-    @op.setter
-    def op(self, value: str) -> None:
-        self._table._ops[self._row] = value
+    op = _coded_property("op")
 
     def add_reason(self, reason: "Reason | str") -> None:
         """Record why: a Reason, or text from passes that give text (kept as given until read)."""
