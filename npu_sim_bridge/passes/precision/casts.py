@@ -163,6 +163,9 @@ class Rewriter:
                 dirty.update(self.view.consumers(name))
         for name in [name for name in self.view.names() if name in dirty]:
             self._convert_inputs(name)
+        # Only apply shares Casts: their index (an entry per Cast) goes before the report gets a row per
+        # Cast, which was the pass's peak.
+        self.created.clear()
 
     def check_types(self) -> None:
         """Every data edge into a changed node or an inserted Cast carries the dtype the consumer expects.
@@ -170,7 +173,8 @@ class Rewriter:
         TensorFlow silently runs the original graph when a rewritten one does not type-check, so a
         mismatch here is raised instead (it would be a bug of this pass).
         """
-        for name in sorted(chain(self.dirty, self.inserted.names)):  # two distinct sets of names
+        checked, self.dirty = sorted(chain(self.dirty, self.inserted.names)), set()  # distinct; not kept
+        for name in checked:
             node = self.view.get(name)
             if node is None:
                 continue
