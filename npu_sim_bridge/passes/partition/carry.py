@@ -88,9 +88,9 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if producer not in new or port != 0 or anchor(producer) != parse_input(old):
                 return None
 
-    segment_add: dict[str, int] = {}  # new node -> segment index
+    grown = [list(members) for members in proposal.segments]  # each gets its new nodes
+    host_anchored: dict[str, int] = {}  # a new node on a chain from a host node -> its segment
     consumers = view.consumer_index()
-    layer_of_new: dict[str, float] = {}
     for name in reversed(sorted(new, key=lambda name: _chain_depth(name, new, view))):
         found = anchor(name)
         if found is None or not is_candidate(view.node(name)):
@@ -104,13 +104,14 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if user not in new and user not in unit_of:
                 return None
         if producer in host:
-            segment = _segment_of_users(layout, users, new, segment_add)
+            segment = _segment_of_users(layout, users, new, host_anchored)
             if segment is None or layout.frame[unit] or layout.guards(*found):
                 return None
             kind = kinds.tensor_kind(producer, found[1], name)
             if kind is not None and kind != READ_REF:  # a variable's ref may enter a GeOp from the host
                 return None
-            segment_add[name] = segment
+            host_anchored[name] = segment
+            grown[segment].append(name)
             continue
         if not layout.device[unit]:
             return None
@@ -120,15 +121,17 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
         else:
             if view.op(producer) in NEXT_ITERATION_OPS:
                 return None
-            reach = min(layer_of_new[user] if user in new else
+            # A new user is further along this node's chain, from the same producer: it was given the
+            # producer's layer (the users come first), as this node is if its other users allow.
+            layer = layout.layer[unit]
+            reach = min(layer if user in new else
                         (layout.layer[unit_of[user]] if layout.device[unit_of[user]]
                          else layout.reach_device[unit_of[user]])
                         for user in users)
-            if reach != layout.layer[unit]:
+            if reach != layer:
                 return None
-            layer_of_new[name] = reach
         segment = layout.segment_of[unit]
-        segment_add[name] = segment
+        grown[segment].append(name)
         for user in users:
             if user in new:
                 continue
@@ -137,11 +140,8 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if crosses and (layout.guards(*found) or _tied(view, kinds, name, user)):
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
-    del layer_of_new, consumers  # done with: the ordering below is the peak's step
+    del host_anchored, consumers  # done with: the ordering below is the peak's step
     position = view.positions(topological_order(view))
-    grown = [list(members) for members in proposal.segments]
-    for name, segment in segment_add.items():
-        grown[segment].append(name)
     segments = [sorted(members, key=position) for members in grown]
     if len(segments) > 1:
         if any(layout.frame):
@@ -164,9 +164,11 @@ def _chain_depth(name: str, new: "Container[str]", view: GraphView) -> int:
     return depth
 
 
-def _segment_of_users(layout, users, new: set[str], segment_add: dict[str, int]) -> int | None:
-    """The one segment every consumer of a new node is in, or None (a host consumer, several segments)."""
-    found = {segment_add.get(user) if user in new else layout.segment_of[layout.unit_of[user]] for user in users}
+def _segment_of_users(layout, users, new: "Container[str]", host_anchored: dict[str, int]) -> int | None:
+    """The one segment every consumer of a new node is in, or None (a host consumer, several segments).
+    A new consumer is on the node's chain from a host node: `host_anchored` has its segment."""
+    found = {host_anchored.get(user) if user in new else layout.segment_of[layout.unit_of[user]]
+             for user in users}
     segment = found.pop() if len(found) == 1 else None
     return None if segment is None or segment < 0 else segment
 
