@@ -15,9 +15,9 @@ from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import shared_ints
+from npu_sim_bridge.graph.indexes import UNRANKED
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
-from npu_sim_bridge.graph.indexes import UNRANKED
 from npu_sim_bridge.graph.view import edges
 
 # Edges out of these ops close the loops of v1 while frames; they are the only legal cycles.

@@ -526,13 +526,16 @@ class GraphView:
     def users_of(self, producer: str) -> "str | list[str] | tuple":
         """The consumer index's value for `producer` (see `edges`), () for none; a name no node has
         counts as a producer too."""
-        at = self._at.get(producer)
-        held = self._users[at] if at is not None else self._dangling.get(producer)
+        held = self._users_entry(producer)[1]
         return () if held is None else held
 
-    def _link(self, producer: str, consumer: str) -> None:
+    def _users_entry(self, producer: str) -> "tuple[int | None, str | list[str] | None]":
+        """(the producer's place, or None for a name no node has; its consumers as held, or None)."""
         at = self._at.get(producer)
-        users = self._users[at] if at is not None else self._dangling.get(producer)
+        return at, (self._users[at] if at is not None else self._dangling.get(producer))
+
+    def _link(self, producer: str, consumer: str) -> None:
+        at, users = self._users_entry(producer)
         if users is None:
             users = consumer
         elif users.__class__ is str:
@@ -547,8 +550,7 @@ class GraphView:
 
     def _unlink(self, producer: str, consumer: str) -> None:
         """Take one edge from `producer` to `consumer` out of the index."""
-        at = self._at.get(producer)
-        users = self._users[at] if at is not None else self._dangling.get(producer)
+        at, users = self._users_entry(producer)
         if users is None:
             return
         if users.__class__ is str:

@@ -15,14 +15,13 @@ import sys
 from collections import Counter
 
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.fusion.marks import FUSION_ATTR, fused_from, fusion_rules
+from npu_sim_bridge.passes.fusion.marks import fused_from, fusion_rules
 from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
 from npu_sim_bridge.passes.fusion.switch import load_switch
 from npu_sim_bridge.passes.fusion.unfuse import remapped_nodes, unfuse
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
 
 ABSORBED_CACHE = "fusion/absorbed"  # {node a rule fused away: the node it was fused into}
-_OPS_CACHE = "fusion/op_chains"  # {the ops of a fusion's nodes: the same tuple}, shared by the reasons
 
 REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) in a way the simulator cannot take "
                  "apart, so fusion_switch_file cannot switch them off; set rewrite_options.remapping = "
@@ -67,6 +66,7 @@ class FusionPass(GraphPass):
                         native_fp16=(ctx.options.get("sim_fp16_execution") or "emulate") == "native")
         fired, off, refused = Counter(), Counter(), Counter()
         fusions: dict[str, _Fused] = {}  # fused node -> its reason, while the rules run
+        op_chains: dict[tuple, tuple] = {}  # the ops of a fusion's nodes -> one tuple the reasons share
         names = ops = None  # every node and its op, read again only after a rule has rewritten the graph
         for rule in rules:
             state = states[rule.name]
@@ -91,7 +91,7 @@ class FusionPass(GraphPass):
                 fused = rule.rewrite(view, match, env)
                 fired[rule.name] += 1
                 names = None
-                self._report(ctx, fused, rule, match, fusions)
+                self._report(ctx, fused, rule, match, fusions, op_chains)
         stats.update(fused=dict(fired), switched_off=dict(off), not_fired=dict(refused))
         return PassResult(changed=bool(fired), stats=stats)
 
@@ -116,7 +116,7 @@ class FusionPass(GraphPass):
         return done
 
     @staticmethod
-    def _report(ctx, fused, rule, match, fusions: "dict[str, _Fused]") -> None:
+    def _report(ctx, fused, rule, match, fusions: "dict[str, _Fused]", op_chains: dict) -> None:
         # The fused node keeps the root's name: match.root, the view's str (protobuf makes a new one
         # at each read of fused.name, and the absorbed map would keep one per fused node).
         root = match.root
@@ -130,7 +130,7 @@ class FusionPass(GraphPass):
                 if earlier is not None:
                     known.update(zip(earlier.names, earlier.names))
             names = tuple(known.get(name, name) for name in names)
-        ops = ctx.cache.setdefault(_OPS_CACHE, {}).setdefault(ops, ops)  # one tuple per op chain
+        ops = op_chains.setdefault(ops, ops)
         note = fusions[root] = _Fused(rule.name, sys.intern(fused.op), root, names, ops)
         _note(ctx, root, note)
         absorbed = ctx.cache.setdefault(ABSORBED_CACHE, {})
