@@ -57,7 +57,7 @@ class NodeTable:
     without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
 
     __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies", "forward",
-                 "_consumers")
+                 "_consumers", "_count")
 
     def __init__(self, names: list[str], ops: list[str], inputs: "list[str | tuple[str, ...]]", dtypes: list[int],
                  unstamped: int, digests: Sequence[str],
@@ -126,5 +126,12 @@ class NodeTable:
                              f"({len(nodes)} nodes)")
         return table
 
+    def let_go(self) -> None:
+        """Drop the per-node columns (names, ops, dtypes) once the view and the report hold theirs: the
+        table lives as long as the pipeline's context, and three lists by node were a twentieth of a
+        rewrite's peak memory. Its length, counts, digests and the shim's callables stay."""
+        self._count = len(self)
+        self.names = self.ops = self.dtypes = None
+
     def __len__(self) -> int:
-        return len(self.names)
+        return self._count if self.names is None else len(self.names)

@@ -163,6 +163,7 @@ def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> Pi
     # Grappler's later iterations: NpuOptimizer has seen the graph (GeOp bodies never get here,
     # see _stamped_body).
     report.rerun = table.unstamped < len(table)
+    table.let_go()  # the view and the report have their columns
     ignored = envvars.ignored_note()
     if ignored:
         report.warn(ignored)
