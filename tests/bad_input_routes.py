@@ -247,11 +247,14 @@ def prepare_cache(kind, folder):
 
 
 def fake_compiler(folder):
-    """A stand-in for g++ that "builds" the shim by copying this process's (a real compile takes 10-30 s)."""
+    """A stand-in for g++ that "builds" the shim, or the name index, by copying this process's (a real
+    compile takes 10-30 s)."""
     path = os.path.join(folder, "fake-cxx")
+    index = build.shim_path(build.INDEX_SOURCE, build.INDEX_LIBRARY_NAME)
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write("#!/bin/sh\nwhile [ $# -gt 0 ]; do\n  if [ \"$1\" = -o ]; then shift; "
-                     f"cp '{build.shim_path()}' \"$1\"; fi\n  shift\ndone\n")
+        handle.write(f"#!/bin/sh\nbuilt='{build.shim_path()}'\nwhile [ $# -gt 0 ]; do\n"
+                     f"  case \"$1\" in *name_index.cc) built='{index}';; esac\n"
+                     "  if [ \"$1\" = -o ]; then shift; cp \"$built\" \"$1\"; fi\n  shift\ndone\n")
     os.chmod(path, 0o755)
     return path
 

@@ -37,6 +37,8 @@ SOURCE = os.path.join(_HERE, "npu_optimizer.cc")
 LIBRARY_NAME = "libnpu_sim_optimizer.so"
 OPS_SOURCE = os.path.join(_HERE, "npu_ops.cc")
 OPS_LIBRARY_NAME = "libnpu_sim_ops.so"
+INDEX_SOURCE = os.path.join(_HERE, "name_index.cc")
+INDEX_LIBRARY_NAME = "libnpu_sim_name_index.so"
 RECORD_SUFFIX = ".record"
 
 logger = logging.getLogger("npu_sim_bridge")
@@ -46,6 +48,7 @@ _loaded_path: str | None = None
 _ops_module = None
 _shim_dll = None
 _shim_functions: dict = {}
+_name_index_type = None
 
 
 def cache_root() -> str:
@@ -203,7 +206,8 @@ def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME
             logger.warning("npu_sim_bridge: rebuilding the native library %s: %s", target, problem)
         compiler = _compiler()
         compile_flags, link_flags = _build_flags()
-        what = "the NpuOptimizer shim" if source == SOURCE else f"the NPU op library ({os.path.basename(source)})"
+        what = {SOURCE: "the NpuOptimizer shim", INDEX_SOURCE: "the name index"}.get(
+            source, f"the NPU op library ({os.path.basename(source)})")
         print(f"npu_sim_bridge: compiling {what} into {directory} (once per TensorFlow version, about 6 s)",
               file=sys.stderr, flush=True)
         fd, partial = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=directory)
@@ -241,7 +245,36 @@ def load_native() -> str:
                 f"loading the NpuOptimizer shim {path} failed: {err}. Rebuild it with "
                 "`python -m npu_sim_bridge.native.build --force`.") from err
         _loaded_path = path
-        return path
+    load_name_index()
+    return path
+
+
+def load_name_index():
+    """Build (if needed) and import the native NameIndex once per process (load_native does, with the
+    shim); returns its type (graph/name_index.py)."""
+    global _name_index_type
+    with _load_lock:
+        if _name_index_type is None:
+            from importlib.machinery import ExtensionFileLoader
+            from importlib.util import module_from_spec, spec_from_loader
+
+            path = build(source=INDEX_SOURCE, library=INDEX_LIBRARY_NAME)
+            loader = ExtensionFileLoader("npu_sim_bridge._name_index", path)
+            try:
+                module = module_from_spec(spec_from_loader(loader.name, loader))
+                loader.exec_module(module)
+            except ImportError as err:
+                raise NativeBuildError(
+                    f"loading the name index {path} failed: {err}. Rebuild it with "
+                    "`python -m npu_sim_bridge.native.build --force`.") from err
+            _name_index_type = module.NameIndex
+        return _name_index_type
+
+
+def name_index_type():
+    """The native NameIndex type when this process loaded it, else None (graph/name_index.py then uses
+    its Python twin)."""
+    return _name_index_type
 
 
 def shim_function(name: str):
@@ -296,10 +329,12 @@ def load_npu_ops():
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description="Build the NpuOptimizer shim and the NPU op library into the cache.")
+    parser = argparse.ArgumentParser(
+        description="Build the NpuOptimizer shim, the name index and the NPU op library into the cache.")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     args = parser.parse_args(argv)
     print(build(force=args.force))
+    print(build(force=args.force, source=INDEX_SOURCE, library=INDEX_LIBRARY_NAME))
     print(build(force=args.force, source=OPS_SOURCE, library=OPS_LIBRARY_NAME))
     return 0
 
