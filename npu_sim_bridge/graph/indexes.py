@@ -42,16 +42,38 @@ class Ranks:
     def sorted(self, names: list[str]) -> list[str]:
         """`names` by rank (ties keep their order). Sorted as arrays: a float and an int object per
         name, as sorting them in Python makes, were a sixth of a rewrite's peak memory."""
-        count = len(names)
-        keys = numpy.frombuffer(self.values, dtype=numpy.float64)[
-            numpy.fromiter(map(self.place.__getitem__, names), dtype=numpy.int32, count=count)]
-        order = numpy.argsort(keys, kind="stable")
-        del keys  # each array goes as soon as it is used: the sort of every node was a partition's peak
-        held = numpy.empty(count, dtype=object)
-        held[:] = names
-        held = held[order]
-        del order
-        return held.tolist()
+        return _sorted_by(numpy.frombuffer(self.values, dtype=numpy.float64), self.place, names)
+
+
+class Positions:
+    """Each live node's position in an order of them all (say a topological one), by name: the view's
+    place index over one array of positions by place (see `GraphView.positions`)."""
+
+    __slots__ = ("_place", "_where")
+
+    def __init__(self, place: "Mapping[str, int]", where: array):
+        self._place, self._where = place, where
+
+    def __call__(self, name: str) -> int:
+        return self._where[self._place[name]]
+
+    def sorted(self, names: list[str]) -> list[str]:
+        """`names` in the order's order. Sorted as arrays: an int object per name as a sort key, for a
+        sort of every node, was a tenth of a rewrite's peak memory."""
+        return _sorted_by(numpy.frombuffer(self._where, dtype=numpy.int64), self._place, names)
+
+
+def _sorted_by(by_place: numpy.ndarray, place: "Mapping[str, int]", names: list[str]) -> list[str]:
+    """`names` by the value `by_place` holds at each one's place (ties keep their order)."""
+    count = len(names)
+    keys = by_place[numpy.fromiter(map(place.__getitem__, names), dtype=numpy.int64, count=count)]
+    order = numpy.argsort(keys, kind="stable")
+    del keys  # each array goes as soon as it is used: the sort of every node was a partition's peak
+    held = numpy.empty(count, dtype=object)
+    held[:] = names
+    held = held[order]
+    del order
+    return held.tolist()
 
 
 class ConsumerIndex(Mapping):

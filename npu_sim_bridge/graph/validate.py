@@ -9,13 +9,13 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from typing import Iterable, Union
+from typing import Iterable, Mapping, Union
 
 from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
-from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.indexes import UNRANKED
+from npu_sim_bridge.graph.name_index import new_index
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.view import edges
@@ -84,7 +84,7 @@ def _order_view(view) -> tuple[list[str], list[str]]:
     """
     names = view.names()  # and the ops: not view.records(), whose tuples were a tenth of the peak
     ops = list(map(view.op, names))
-    position = dict(zip(names, shared_ints.counting(0, len(names))))
+    position = new_index(names)
     if _runs_forward(ops, position, view.consumer_index()):
         return names, []
     users: list = [()] * len(names)
@@ -98,7 +98,7 @@ def _order_view(view) -> tuple[list[str], list[str]]:
     return _kahn(names, pending, users)
 
 
-def _runs_forward(ops: list[str], position: dict[str, int], consumers: "dict[str, str | list[str]]") -> bool:
+def _runs_forward(ops: list[str], position: "Mapping[str, int]", consumers: "dict[str, str | list[str]]") -> bool:
     """Whether each edge (loop back edges aside) goes from a node to one later in GraphDef order
     (`ops` and `position`: each node's op and place in that order)."""
     at = position.__getitem__

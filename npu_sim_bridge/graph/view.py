@@ -22,8 +22,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
-from npu_sim_bridge.graph import control_hubs, shared_ints
-from npu_sim_bridge.graph.indexes import UNRANKED, ConsumerIndex, Ranks
+from npu_sim_bridge.graph import control_hubs
+from npu_sim_bridge.graph.name_index import new_index
+from npu_sim_bridge.graph.indexes import UNRANKED, ConsumerIndex, Positions, Ranks
 from npu_sim_bridge.graph.names import TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.table import NodeTable, held_inputs, names_and_inputs
 
@@ -245,17 +246,18 @@ class GraphView:
             for value, at in enumerate(map(self._at.__getitem__, order)):
                 rank[at] = value
 
-    def positions(self, order: list[str]) -> Callable[[str], int]:
-        """A key function for sorting names by their place in `order`, a list of every live node (say a
-        topological order). The places are an array by node, not a dict: a dict of every node was a
-        tenth of a rewrite's peak memory on a graph that gains 20k Casts."""
-        at, number = self._at, shared_ints.number
+    def positions(self, order: list[str]) -> Positions:
+        """Each live node's position in `order`, a list of every live node (say a topological order):
+        call it with a name, or sort names by it with its `sorted`. The positions are an array by place,
+        not a dict: a dict of every node was a tenth of a rewrite's peak memory on a graph that gains
+        20k Casts."""
+        at = self._at
         if len(order) != len(at):
             raise ValueError(f"positions for {len(order)} of the view's {len(at)} nodes")
-        where = array("l", bytes(array("l").itemsize * len(self._ops)))  # by place
+        where = array("q", bytes(8 * len(self._ops)))  # by place
         for index, place in enumerate(map(at.__getitem__, order)):
             where[place] = index
-        return lambda name: number(where[at[name]])  # the shared int objects: no new one per key
+        return Positions(at, where)
 
     def remember_order(self, order: list[str]) -> None:
         """Keep a topological order of the graph as it is now (validation computes one anyway)."""
@@ -302,7 +304,7 @@ class GraphView:
             self._journal.added[name] = None
         stored = self._stored.add()
         stored.CopyFrom(node)
-        self._at[name] = shared_ints.number(len(self._ops))
+        self._at.append(name)  # at len(self._ops): the index gives out places as the lists grow
         self._ops.append(sys.intern(stored.op))  # one str per op type (protobuf makes one at each read)
         inputs = held_inputs(stored.input if inputs is None else inputs)
         self._inputs.append(inputs)
@@ -429,8 +431,9 @@ class GraphView:
         each read; a set of them all was a fifth of the rewrite's peak on BERT)."""
         if not self._dead:
             return
+        dead = sorted(self._dead)
         runs: list[list[int]] = []  # [start, end) of removed nodes, in GraphDef order
-        for at in sorted(self._dead):
+        for at in dead:
             if runs and runs[-1][1] == at:
                 runs[-1][1] = at + 1
             else:
@@ -442,10 +445,9 @@ class GraphView:
             del self._rank[start:end]
             del self._users[start:end]
         if self._hub_before:  # a hub stands before the same node, or the first live one after a removed one
-            dead = sorted(self._dead)
             self._hub_before = {hub: at - bisect.bisect_left(dead, at) for hub, at in self._hub_before.items()}
         self._dead.clear()
-        self._at = dict(zip(self._at, shared_ints.counting(0, len(self._at))))  # the live nodes' new places
+        self._at.renumber()  # the live nodes' new places
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
         self.compact()
@@ -459,7 +461,7 @@ class GraphView:
         only where no hubs change the edges."""
         # name -> the node's place in the GraphDef, live nodes in GraphDef order (`compact` renumbers):
         # no protobuf wrapper is kept per node (one each was a third of the view's memory).
-        self._at: dict[str, int] = dict(zip(names, shared_ints.counting(0, len(names))))
+        self._at = new_index(names)
         self._ops = ops  # by place, as `_at` gives it: the op of every NodeDef the GraphDef holds
         self._inputs: list[str | tuple[str, ...]] = inputs  # by place too (see held_inputs): no dict of its own
         self._rank = array("d", [UNRANKED]) * len(names)  # by place: validation's ranks (see `ranks`)
@@ -516,7 +518,7 @@ class GraphView:
                 self._inputs[at] = held_inputs(texts)
             stored = self._stored.add()
             stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
-            self._at[hub.name] = shared_ints.number(len(self._ops))
+            self._at.append(hub.name)
             self._ops.append(stored.op)
             self._inputs.append(held_inputs(hub.inputs))
             self._rank.append(UNRANKED)

@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from npu_sim_bridge.graph import shared_ints
+from npu_sim_bridge.graph.name_index import new_index
 from npu_sim_bridge.report.reasons import Reason, as_reason
 
 _NO_REASONS = ()
@@ -43,8 +43,7 @@ class Decisions(Mapping):
     """name -> NodeDecision, over columns (see the module docstring); rows are never removed."""
 
     def __init__(self):
-        self._rows: dict[str, int] = {}
-        self._names: list[str] = []
+        self._rows = new_index()  # name -> row; a row's name is `_rows.name(row)`
         self._vocab: list[str | None] = [None]   # code -> value; code 0 is None
         self._codes: dict[str, int] = {}
         # Two bytes a code while the vocabulary fits (a graph has a few hundred op types, a few lists,
@@ -80,10 +79,10 @@ class Decisions(Mapping):
         return iter(self._rows)
 
     def values(self) -> list["NodeDecision"]:  # type: ignore[override]
-        return [NodeDecision._at(self, row) for row in range(len(self._names))]
+        return [NodeDecision._at(self, row) for row in range(len(self._rows))]
 
     def items(self) -> list[tuple[str, "NodeDecision"]]:  # type: ignore[override]
-        return list(zip(self._names, self.values()))
+        return list(zip(self._rows, self.values()))
 
     def __setitem__(self, name: str, decision: "NodeDecision") -> None:
         """Store a record made on its own under `name` (its row moves here; the handle follows it)."""
@@ -109,8 +108,7 @@ class Decisions(Mapping):
         standing for no reason values; `reasons`: one reason."""
         row = self._rows.get(name)
         if row is None:
-            row = self._rows[name] = shared_ints.number(len(self._names))
-            self._names.append(name)
+            row = self._rows.append(name)
             code = self._code(op)  # first: a new code may widen the columns
             self._coded["op"].append(code)
             for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
@@ -149,11 +147,10 @@ class Decisions(Mapping):
 
     def extend(self, names: list[str], ops: list[str], dtypes: Iterable[str | None]) -> None:
         """Rows for nodes with no decision yet, their dtype unchanged (a graph's records as it came)."""
-        start = len(self._names)
-        self._rows.update(zip(names, shared_ints.counting(start, start + len(names))))
-        if len(self._rows) != start + len(names):
-            raise ValueError("a report records each node once: the names repeat or are recorded already")
-        self._names.extend(names)
+        try:
+            self._rows.extend(names)
+        except ValueError:
+            raise ValueError("a report records each node once: the names repeat or are recorded already") from None
         op_codes = list(map(self._code, ops))  # first: a new code may widen the columns
         values = list(map(self._code, dtypes))
         self._coded["op"].extend(array(self._coded["op"].typecode, op_codes))
@@ -171,7 +168,7 @@ class Decisions(Mapping):
     def column(self, field: str) -> list:
         """One field of every row, in row order ("name", "op" or a coded field)."""
         if field == "name":
-            return list(self._names)
+            return list(self._rows)
         vocab = self._vocab
         return [vocab[code] for code in self._coded[field]]
 
@@ -299,7 +296,7 @@ class NodeDecision:
 
     @property
     def name(self) -> str:
-        return self._table._names[self._row]
+        return self._table._rows.name(self._row)
 
     op = _coded_property("op")
 

@@ -142,7 +142,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
 
     del host_anchored, consumers  # done with: the ordering below is the peak's step
     position = view.positions(topological_order(view))
-    segments = [sorted(members, key=position) for members in grown]
+    segments = [position.sorted(members) for members in grown]
     if len(segments) > 1:
         if any(layout.frame):
             return None

@@ -30,6 +30,7 @@ from tensorflow.core.framework import types_pb2
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph import shared_ints
+from npu_sim_bridge.graph.name_index import new_index
 from npu_sim_bridge.graph.names import node_name, parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
@@ -131,7 +132,7 @@ class _Units:
         self.frame: list[str] = []
         keys: dict[tuple[str, str], int] = {}
         if not frames:  # no v1 while frame: every node a unit of its own, numbered in `order`
-            self.of = dict(zip(order, shared_ints.counting(0, len(order))))
+            self.of = new_index(order)
             self.nodes = _OneNodeUnits(order)
             self.frame = _NoFrames(len(order))
         for name in order if frames else ():
@@ -219,7 +220,7 @@ class _Units:
         unit_at = self.of.__getitem__
         consumers = view.consumer_index()
         succ: list = [()] * len(order)
-        for source, name in zip(shared_ints.counting(0, len(order)), order):  # the numbers `of` holds
+        for source, name in enumerate(order):
             users = consumers.get(name)
             if not users or name in back_edge_sources:
                 continue
