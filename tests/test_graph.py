@@ -188,6 +188,23 @@ def test_journal_records_what_the_mutators_did():
     assert not journal.removed and "c" in journal.rewired and journal.rewired["c"] == ("b", "a", "^b")
 
 
+def test_journal_knows_the_added_nodes_across_compaction():
+    """The nodes added since the journal opened are the places from a mark on: compacting the removed
+    nodes away moves the mark with them, and a node added then removed is no longer listed."""
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Relu" input: "a" }'))
+    view.remove_node("d")
+    journal = view.open_journal()
+    view.add_node(node_def_pb2.NodeDef(name="cast", op="Cast", input=["b"]))
+    view.add_node(node_def_pb2.NodeDef(name="gone", op="Cast", input=["b"]))
+    view.remove_node("gone")
+    assert list(journal.added) == ["cast"] and "cast" in journal.added and "b" not in journal.added
+    view.compact()  # d, before the mark, and gone, after it, leave the GraphDef
+    view.add_node(node_def_pb2.NodeDef(name="later", op="Cast", input=["a"]))
+    assert list(journal.added) == ["cast", "later"]
+    assert "c" not in journal.added and "gone" not in journal.added and "d" not in journal.added
+    assert journal.changed(view) and list(journal.removed) == ["gone"]
+
+
 def test_a_removed_name_taken_again_keeps_only_the_new_node():
     """compact drops removed nodes by place: the NodeDef a name had before it was removed goes, the
     node added under that name since stays, in both nodes() and the GraphDef."""
