@@ -1,10 +1,10 @@
-"""One int object per number for the indexes that number every node.
+"""One int object per number for the dicts that number nodes.
 
-CPython makes a new 28-byte object for each int above 256, so a dict that numbers every node (the view's
-places, the report's rows, partition's units, validation's ranks) pays one per node on top of its own
-entry: together more than a tenth of a rewrite's peak memory. Numbers taken from here are the same
-objects in every index that holds them. The pipeline releases the pool when a rewrite ends (indexes
-that outlive it keep their numbers).
+CPython makes a new 28-byte object for each int above 256, so a dict that numbers every node pays one
+per node on top of its own entry. Numbers taken from here are the same objects in every dict that
+holds them. Most such indexes are graph.name_index's now, which hold no int object where the native
+index is loaded; its Python twin, and partition's frame units, take their numbers from here. The
+pipeline releases the pool when a rewrite ends (indexes that outlive it keep their numbers).
 """
 
 from __future__ import annotations
