@@ -133,3 +133,27 @@ def test_a_rewrite_is_the_same_with_the_native_index_and_its_twin(monkeypatch):
     assert not name_index.is_native()
     assert [rewritten(False), rewritten(True)] == native
     assert "'geop': 'GeOp_" in native[1]
+
+
+def test_an_index_copies_and_pickles_with_its_empty_places(make):
+    import copy
+    import pickle
+
+    index = make(["a", "b", "c"])
+    index.pop("b")
+    for again in (copy.deepcopy(index), pickle.loads(pickle.dumps(index))):
+        assert list(again.items()) == [("a", 0), ("c", 2)]
+        assert again.append("d") == 3
+
+
+def test_a_report_copies_and_pickles():
+    """A report's rows are a name index: the report still copies and pickles whole."""
+    import copy
+    import pickle
+
+    from npu_sim_bridge.testing import zoo
+
+    _, report = npu_sim_bridge.rewrite(zoo.tf1_batchnorm_cnn().graph, {"precision_mode": "allow_mix_precision"})
+    assert name_index.is_native()
+    for again in (copy.deepcopy(report), pickle.loads(pickle.dumps(report))):
+        assert again.to_dict() == report.to_dict()

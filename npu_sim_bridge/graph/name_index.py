@@ -13,6 +13,7 @@ graph.shared_ints' numbers) behaves the same.
 
 from __future__ import annotations
 
+import copyreg
 from typing import Iterable
 
 from npu_sim_bridge.graph import shared_ints
@@ -91,4 +92,29 @@ def new_index(names: Iterable[str] = ()):
     """An index of `names`, numbered 0, 1, ... in their order (a name that repeats is held once, and
     the index is shorter than `names`)."""
     native = name_index_type()
-    return native(names) if native is not None else _Twin(names)
+    if native is None:
+        return _Twin(names)
+    if native not in copyreg.dispatch_table:  # a report is copied and pickled with its index
+        copyreg.pickle(native, _reduce)
+    return native(names)
+
+
+def _reduce(index):
+    """How pickle and copy make a native index again: its names by place, None for an empty place."""
+    by_place: list = []
+    for name, place in index.items():
+        by_place.extend([None] * (place - len(by_place)))
+        by_place.append(name)
+    return _rebuilt, (by_place,)
+
+
+def _rebuilt(by_place: list):
+    index = new_index()
+    for place, name in enumerate(by_place):
+        if name is None:  # an empty place: taken, then given up, as pop leaves it
+            name = f"\0place {place}"
+            index.append(name)
+            index.pop(name)
+        else:
+            index.append(name)
+    return index
