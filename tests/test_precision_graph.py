@@ -516,3 +516,25 @@ def test_nodes_alike_by_their_ports_share_a_plan_only_when_named_alike():
         assert (nodes[name].placement, nodes[name].dtype_after) == ("host", "float32")
         assert nodes[name].reason.endswith("host: keeps float32")
     assert (nodes["plain"].dtype_after, nodes["plain"].reason) == ("float16", "white list")
+
+
+def test_a_function_body_reads_its_results_in_the_signature_order():
+    """The Casts on a body's results are added in the order its results are read: the signature's, not
+    the order of the `ret` map, which differs between processes (the rewritten library would too)."""
+    from tensorflow.core.framework import function_pb2
+
+    from npu_sim_bridge.passes.precision.functions import FunctionBody
+
+    fdef = function_pb2.FunctionDef()
+    fdef.signature.name = "body"
+    fdef.signature.input_arg.add(name="x", type=FLOAT)
+    keys = [f"out{index}" for index in range(8)]
+    for key in keys:
+        fdef.signature.output_arg.add(name=key, type=FLOAT)
+        node = fdef.node_def.add(name=f"neg{key}", op="Neg", input=["x"])
+        node.attr["T"].type = FLOAT
+    for key in reversed(keys):
+        fdef.ret[key] = f"neg{key}:y:0"
+    body = FunctionBody(fdef, {})
+    assert list(body.results) == keys
+    assert [ref.node for ref in body.results.values()] == [f"neg{key}" for key in keys]

@@ -122,7 +122,11 @@ class FunctionBody:
             node.CopyFrom(source)
             del node.input[:]
             node.input.extend(self._flat(text, nodes) for text in source.input)
-        self.results = {key: parse_input(self._flat(value, nodes)) for key, value in fdef.ret.items()}
+        # In the signature's order: a protobuf map's own order differs between processes, and the Casts
+        # on the results are added in this order.
+        ret = fdef.ret
+        self.results = {arg.name: parse_input(self._flat(ret[arg.name], nodes))
+                        for arg in fdef.signature.output_arg if arg.name in ret}
 
     def _sig(self, node) -> ports.Signature:
         sig = self._sigs.get(node.name)
