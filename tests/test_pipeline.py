@@ -123,6 +123,23 @@ def test_a_result_lives_while_a_later_pass_reads_it(passes):
                           ("peek", False, False)]
 
 
+class _Ask(GraphPass):
+    name = "ask"
+    asked: list = []
+
+    def run(self, ctx):
+        _Ask.asked.append((ctx.read_later(_Made), ctx.read_later(_Unread)))
+        return PassResult(changed=False)
+
+
+def test_a_pass_knows_whether_a_later_pass_reads_a_result(passes):
+    passes(_Ask, _Read, _Ask)
+    _Ask.asked = []
+    run_pipeline(_graph_def(), from_dict({}))
+    # Before the reader, _Made is wanted (worth publishing); after it, nothing reads anything.
+    assert _Ask.asked == [(True, False), (False, False)]
+
+
 def test_sim_passes_selects_and_rejects_names(passes):
     passes(_Count, _Boom)
     result = run_pipeline(_graph_def(), from_dict({"sim_passes": "count"}))

@@ -55,6 +55,14 @@ class PassContext:
     results: dict[type, Any] = dataclasses.field(default_factory=dict)
     table: NodeTable | None = None   # the graph's columns as it came
     library_edited: bool = False     # a pass that may edit library functions has run (GraphPass.edits_library)
+    # The result types the passes still to run read (GraphPass.reads), set by the pipeline before each
+    # pass; None where no pipeline says (every result is then kept).
+    later_reads: frozenset | None = None
+
+    def read_later(self, kind: type) -> bool:
+        """Whether a pass still to run reads results of type `kind` (publishing one is otherwise no use,
+        and the pass may let go of what it holds for it)."""
+        return self.later_reads is None or kind in self.later_reads
 
     def publish(self, result: Any) -> None:
         """Hand `result` to the passes after this one; they ask for it by its type."""

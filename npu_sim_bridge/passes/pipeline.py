@@ -172,8 +172,9 @@ def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> Pi
         dumper.stage(graph_dump.FIRST, view.to_graph_def())
     ctx = PassContext(view=view, options=options, item=item, report=report, table=table)
     for index, graph_pass in enumerate(ran):
+        ctx.later_reads = frozenset(kind for later in ran[index + 1:] for kind in later.reads)
         _run_one(graph_pass, ctx)
-        ctx.keep_results({kind for later in ran[index + 1:] for kind in later.reads})
+        ctx.keep_results(ctx.later_reads)
         if dumper:
             dumper.stage(graph_dump.stage_name(graph_pass.name), ctx.view.to_graph_def())
     for graph_pass in ran:

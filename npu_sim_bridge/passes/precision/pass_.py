@@ -63,7 +63,8 @@ class PrecisionPass(GraphPass):
         placement = ctx.result(Placement)
         host = placement.host_nodes() if placement is not None else set()
         plans = Decider(view, library, lists, mode, fetched, fed, preserved, functions, host=host).run()
-        ctx.publish(NpuPortDtypes(plans))
+        if ctx.read_later(NpuPortDtypes):  # the dump pass's
+            ctx.publish(NpuPortDtypes(plans))
         _fill_report(report, _report_rows(plans), prefix="")
         rewriter = None
         round_kernel = rewrite and rounding.uses_kernel(ctx, mode)
@@ -71,8 +72,12 @@ class PrecisionPass(GraphPass):
             rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
             rewriter.apply()
             rewriter.check_types()
-            _report_inserted(report, rewriter, prefix="")
         totals.add(plans, rewriter)
+        if rewriter is not None:
+            # The plans go before the Casts' report rows come, unless the dump pass reads them: with
+            # them both, the end of this pass was the rewrite's peak on a graph that gains 20k Casts.
+            plans = rewriter.plans = None
+            _report_inserted(report, rewriter, prefix="")
         bodies = self._functions(view, report, library, lists, mode, setting, scan, totals, rewrite,
                                  round_kernel, alike)
         view.compact()
