@@ -99,6 +99,8 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
     for name in member_order:
         node = None
         for position, text in enumerate(view.input_texts(name)):
+            if text in member_set:  # most inputs: a member's port 0, spelled as its name
+                continue
             ref = parse_input(text)
             if ref.node in member_set:
                 continue
@@ -197,6 +199,9 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
         del body.input[:]
         body_inputs = []
         for text in view.input_texts(name):
+            if text in member_set:  # a member's port 0, spelled as its name
+                body_inputs.append(outputs_of[text][0].function_output(text))
+                continue
             ref = parse_input(text)
             if ref.node in member_set:
                 if ref.port == CONTROL_PORT:

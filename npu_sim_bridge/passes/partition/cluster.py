@@ -168,13 +168,19 @@ class _Units:
         found = []
         for name in self.names:
             target = unit_of[name]
+            placed = segment[target]
             for text in view.input_texts(name):
-                if text[0] == "^" and skip_control:
+                source = unit_of.get(text)  # most inputs are a port 0 spelled as the producer's name
+                if source is not None:
+                    producer, port = text, 0
+                elif text[0] == "^" and skip_control:
                     continue
-                producer, port = parse_input(text)
-                source = unit_of.get(producer)
-                if (source is None or source == target or segment[source] == segment[target]
-                        or producer in back_edge_sources):
+                else:
+                    producer, port = parse_input(text)
+                    source = unit_of.get(producer)
+                    if source is None:
+                        continue
+                if source == target or segment[source] == placed or producer in back_edge_sources:
                     continue
                 found.append((producer, port, name, source, target))
         return found
