@@ -35,6 +35,23 @@ def test_rows_keep_their_order_and_fields_through_the_mapping():
         records["missing"]
 
 
+def test_a_decision_fills_a_new_row_or_sets_only_what_it_says_on_a_recorded_one():
+    records = Decisions()
+    records.extend(["x", "mm"], ["Placeholder", "MatMul"], ["float32", "float32"])
+    records["x"].list = "black"
+    records.decide("mm", "MatMul", True, "white", ("float32", "float16"), "white: in the list")
+    records.decide("x", "Placeholder", False, None, None, None)  # not listed, no dtypes, no reason
+    records.decide("body/relu", "Relu", True, "gray", ("float32", "float16"), "gray: follows mm")
+    mm, x, relu = records["mm"], records["x"], records["body/relu"]
+    assert (mm.list, mm.dtype_before, mm.dtype_after, mm.reason) == ("white", "float32", "float16",
+                                                                      "white: in the list")
+    assert (x.list, x.dtype_before, x.dtype_after, x.reason) == ("black", "float32", "float32", "")
+    assert list(records) == ["x", "mm", "body/relu"]
+    assert (relu.op, relu.list, relu.dtype_after, relu.reason) == ("Relu", "gray", "float16", "gray: follows mm")
+    records.decide("mm", "MatMul", True, None, None, "kept: fetched")  # a second word adds its reason
+    assert mm.list is None and mm.reason == "white: in the list; kept: fetched"
+
+
 def test_a_name_is_recorded_once_and_only_records_are_stored():
     records = Decisions()
     records.extend(["a"], ["Relu"], [None])

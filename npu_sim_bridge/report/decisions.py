@@ -128,6 +128,26 @@ class Decisions(Mapping):
         self._rendered[row] = 0
         return row
 
+    def decide(self, name: str, op: str, listed: bool, colour: str | None,
+               dtypes: "tuple[str, str] | None", reason) -> None:
+        """A pass's word on node `name` in one call, with no record handle made: a new row (op, list,
+        dtypes, the reason) when the table has none, else the list set when `listed`, the dtypes when
+        given, and the reason added when there is one."""
+        row = self._rows.get(name)
+        if row is None:
+            before, after = dtypes if dtypes is not None else (None, None)
+            self.add(name, op, colour, before, after, reasons=reason or None)
+            return
+        if listed:
+            code = self._code(colour)  # first: a new code may widen the columns
+            self._coded["list"][row] = code
+        if dtypes is not None:
+            before, after = self._code(dtypes[0]), self._code(dtypes[1])
+            coded = self._coded
+            coded["dtype_before"][row], coded["dtype_after"][row] = before, after
+        if reason:
+            self.add_reason(row, reason)
+
     def _set_text(self, row: int, text) -> None:
         """Set a row's text: a str, None, or an InsertedText (kept as a code and its source)."""
         if isinstance(text, InsertedText):

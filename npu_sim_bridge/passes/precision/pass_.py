@@ -221,20 +221,13 @@ def _report_rows(plans) -> Iterator[tuple]:
 def _fill_report(report, rows, prefix: str, rename=None) -> None:
     """Records of the decided nodes (`_report_rows`); `rename` maps the names of an alike body's
     rows to this body's."""
-    records = report.nodes
+    decide = report.nodes.decide  # a body's node gets a new record, the graph's have theirs
+    if rename is None and not prefix:
+        for name, op, listed, colour, dtypes, reason in rows:
+            decide(name, op, listed, colour, dtypes, reason)
+        return
     for name, op, listed, colour, dtypes, reason in rows:
-        key = prefix + (rename(name) if rename is not None else name)
-        record = records.get(key)
-        if record is None:  # a body's node: a new record
-            before, after = dtypes if dtypes is not None else (None, None)
-            records.add(key, op, colour, before, after, reasons=reason or None)
-            continue
-        if listed:
-            record.list = colour
-        if dtypes is not None:
-            record.dtype_before, record.dtype_after = dtypes
-        if reason:
-            record.add_reason(reason)
+        decide(prefix + (rename(name) if rename is not None else name), op, listed, colour, dtypes, reason)
 
 
 def _report_inserted(report, rewriter, prefix: str, rename=None) -> None:
