@@ -428,11 +428,10 @@ class GraphView:
         self._edits += 1
         gone = names if isinstance(names, dict) else dict.fromkeys(names)
         for name in gone:
-            for user in edges(self.users_of(name)):
-                if user not in gone:
-                    outside = {user for user in edges(self.users_of(name)) if user not in gone}
-                    raise GraphValidationError(
-                        f"cannot remove node {name!r}: still read by {', '.join(sorted(outside)[:5])}")
+            users = edges(self.users_of(name))
+            if not all(user in gone for user in users):  # no set per node: the message makes one
+                outside = sorted({user for user in users if user not in gone})
+                raise GraphValidationError(f"cannot remove node {name!r}: still read by {', '.join(outside[:5])}")
         if self._journal is not None:
             self._journal.removed.update(gone)
         for name in gone:

@@ -222,10 +222,6 @@ def _fill_report(report, rows, prefix: str, rename=None) -> None:
     """Records of the decided nodes (`_report_rows`); `rename` maps the names of an alike body's
     rows to this body's."""
     decide = report.nodes.decide  # a body's node gets a new record, the graph's have theirs
-    if rename is None and not prefix:
-        for name, op, listed, colour, dtypes, reason in rows:
-            decide(name, op, listed, colour, dtypes, reason)
-        return
     for name, op, listed, colour, dtypes, reason in rows:
         decide(prefix + (rename(name) if rename is not None else name), op, listed, colour, dtypes, reason)
 
