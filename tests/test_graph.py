@@ -149,6 +149,8 @@ def test_names_find_their_nodes_before_and_after_compact():
     view.set_input("d", 0, "a")
     view.remove_node("c")
     view.add_node(node_def_pb2.NodeDef(name="e", op="Identity", input=["d"]))
+    # A removed node keeps its place until compact, and an added one comes after every other.
+    assert [view.place(name) for name in ("a", "b", "d", "e")] == [0, 1, 3, 4] and view.place_count() == 5
     for when in ("before compact", "after compact"):
         assert [(name, node.name) for name, node in view.named_nodes()] == [
             ("a", "a"), ("b", "b"), ("d", "d"), ("e", "e")], when
@@ -157,6 +159,7 @@ def test_names_find_their_nodes_before_and_after_compact():
         assert view.get("c") is None and view.records()[-1][:2] == ("e", "Identity"), when
         view.compact()
     assert [node.name for node in view.to_graph_def().node] == ["a", "b", "d", "e"]
+    assert [view.place(name) for name in ("a", "b", "d", "e")] == [0, 1, 2, 3] and view.place_count() == 4
 
 
 def test_remove_nodes_takes_a_set_that_reads_itself():

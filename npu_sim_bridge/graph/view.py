@@ -243,6 +243,15 @@ class GraphView:
                     found.append((consumer, index))
         return found
 
+    def place(self, name: str) -> int:
+        """Node `name`'s place: its index in the view's per-place columns, which stays until `compact()`
+        (a node added since has a place past every earlier one)."""
+        return self._at[name]
+
+    def place_count(self) -> int:
+        """How many places the view holds until `compact()`: live nodes, and the removed ones' places."""
+        return len(self._ops)
+
     def unique_name(self, base: str) -> str:
         """`base` if unused, else `base_1`, `base_2`, ... (deterministic)."""
         if base not in self._at:
