@@ -432,6 +432,10 @@ def test_the_order_validation_found_is_reused_until_the_graph_is_edited():
     assert first == ["a", "b", "c"]
     first.reverse()  # the caller's copy: the remembered order is not touched
     assert topological_order(view) == ["a", "b", "c"]
+    # A caller that only reads gets the remembered list itself, the same one each time, no copy.
+    shared = topological_order(view, read_only=True)
+    assert shared == ["a", "b", "c"] and topological_order(view, read_only=True) is shared
+    assert topological_order(view) is not shared
     # d is added after c in the GraphDef but now feeds b: the order must change with the edit.
     view.add_node(node_def_pb2.NodeDef(name="d", op="Identity", input=["a"]))
     view.set_input("b", 0, TensorRef("d", 0))

@@ -295,10 +295,13 @@ class GraphView:
         """Keep a topological order of the graph as it is now (validation computes one anyway)."""
         self._order_memo = (self._edits, order)
 
-    def remembered_order(self) -> list[str] | None:
-        """A copy of the remembered topological order, or None when the graph was edited since."""
+    def remembered_order(self, copy: bool = True) -> list[str] | None:
+        """A copy of the remembered topological order (the list itself without `copy`, for a caller
+        that only reads it), or None when the graph was edited since."""
         memo = self._order_memo
-        return list(memo[1]) if memo is not None and memo[0] == self._edits else None
+        if memo is None or memo[0] != self._edits:
+            return None
+        return list(memo[1]) if copy else memo[1]
 
     # ---------------------------------------------------------------- journal
     def open_journal(self) -> EditJournal:

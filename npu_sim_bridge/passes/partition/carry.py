@@ -141,8 +141,12 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
     del host_anchored, consumers  # done with: the ordering below is the peak's step
-    position = view.positions(topological_order(view))
-    segments = [position.sorted(members) for members in grown]
+    position = view.positions(topological_order(view, read_only=True))
+    segments = []
+    for index, members in enumerate(grown):  # each list goes once sorted: both at once were the peak
+        segments.append(position.sorted(members))
+        grown[index] = None
+    del grown
     if len(segments) > 1:
         if any(layout.frame):
             return None

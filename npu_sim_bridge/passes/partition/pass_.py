@@ -228,7 +228,6 @@ class PartitionPass(GraphPass):
         if ctx.item.is_function or (earlier is None and already_partitioned(ctx)):
             return PassResult(changed=False)
         view = ctx.view
-        names = view.graph_order_names()
         functions = function_library(view)
         inherent: set[str] = set(earlier.inherent) if earlier else set()
         proposal = earlier.proposal if earlier else None
@@ -236,7 +235,8 @@ class PartitionPass(GraphPass):
         if earlier is not None and earlier.journal.changed(view):
             proposal = carried_proposal(ctx, functions)  # the passes in between changed the graph
         if proposal is None:
-            proposal = fresh_proposal(ctx, names, functions, inherent)
+            # Every name, only here: a carried proposal needs no list of them (it was a fiftieth of the peak)
+            proposal = fresh_proposal(ctx, view.graph_order_names(), functions, inherent)
         # Nothing carries the proposal again: its units and layers go before the outlining.
         earlier, proposal.layout = None, None
         ctx.drop_result(Proposed)
