@@ -69,11 +69,8 @@ def _sorted_by(by_place: numpy.ndarray, place: "Mapping[str, int]", names: list[
     keys = by_place[numpy.fromiter(map(place.__getitem__, names), dtype=numpy.int64, count=count)]
     order = numpy.argsort(keys, kind="stable")
     del keys  # each array goes as soon as it is used: the sort of every node was a partition's peak
-    held = numpy.empty(count, dtype=object)
-    held[:] = names
-    held = held[order]
-    del order
-    return held.tolist()
+    # Straight into the list: an object array of the names, and its sorted copy, were a tenth of it.
+    return list(map(names.__getitem__, order))
 
 
 class ConsumerIndex(Mapping):
