@@ -69,3 +69,26 @@ def test_a_host_reason_without_details_is_one_value_for_every_node():
     assert reasons.host("trivial_segment") is not first
     with_details = reasons.host("py_func", op="PyFunc")
     assert with_details is not reasons.host("py_func", op="PyFunc") and with_details.get("op") == "PyFunc"
+
+
+def test_one_node_text_on_several_nodes_reads_in_each_nodes_words():
+    class Merged(reasons.NodeText):
+        __slots__ = ()
+
+        def text_for(self, name):
+            return "kept" if name == "root" else f"merged into root, as {name}"
+
+    shared = Merged()
+    report = Report("g")
+    for name in ("part", "root"):
+        report.nodes[name] = NodeDecision(name=name, op="Relu")
+        report.nodes[name].add_reason(shared)
+    report.nodes["part"].add_reason("white: listed")
+    assert report.nodes["root"].reason == "kept"
+    assert report.nodes["part"].reason == "merged into root, as part; white: listed"
+    # A record made on its own and stored in the report reads the same before and after.
+    alone = NodeDecision(name="other", op="Relu", reasons=[shared])
+    assert alone.reason == "merged into root, as other"
+    report.nodes["other"] = alone
+    assert [r.to_dict() for r in report.nodes["other"].reasons] == [
+        {"code": "text", "text": "merged into root, as other"}]

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from npu_sim_bridge.graph.name_index import new_index
-from npu_sim_bridge.report.reasons import Reason, as_reason
+from npu_sim_bridge.report.reasons import NodeText, Reason, as_reason
 
 _NO_REASONS = ()
 _CODED = ("list", "dtype_before", "dtype_after", "placement", "geop")
@@ -247,12 +247,16 @@ class Decisions(Mapping):
             for index in range(self._rendered[row], len(reasons)):
                 value = reasons[index]
                 if not isinstance(value, Reason):
-                    value = reasons[index] = as_reason(value)
+                    value = reasons[index] = self._as_reason(row, value)
                 part = value.text()
                 text = f"{text}; {part}" if text else part
             self._set_text(row, text)
             self._rendered[row] = len(reasons)
         return text or ""
+
+    def _as_reason(self, row: int, value) -> Reason:
+        """A reason as a pass gave it, as a Reason (a NodeText in the words for this row's node)."""
+        return as_reason(value, self._rows.name(row) if isinstance(value, NodeText) else "")
 
     def set_reason(self, row: int, text: str) -> None:
         self._set_text(row, text)
@@ -264,7 +268,7 @@ class Decisions(Mapping):
         reasons = self._list(row)
         for index, value in enumerate(reasons):
             if not isinstance(value, Reason):
-                reasons[index] = as_reason(value)
+                reasons[index] = self._as_reason(row, value)
         return reasons
 
 

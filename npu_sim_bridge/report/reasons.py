@@ -96,9 +96,21 @@ def host(code: str, **details) -> Reason:
     return plain
 
 
-def as_reason(value: "Reason | str | object") -> Reason:
+class NodeText:
+    """A reason rendered when read, whose sentence depends on the node it is given to: one object can
+    stand on several nodes (a fusion's, on the fused node and on each node fused away)."""
+
+    __slots__ = ()
+
+    def text_for(self, name: str) -> str:
+        raise NotImplementedError
+
+
+def as_reason(value: "Reason | str | object", name: str = "") -> Reason:
     """A Reason for a value that passes still give as text (or as an object that formats its text
-    when read, for reasons that name a node)."""
+    when read, for reasons that name a node; a NodeText for node `name`)."""
     if isinstance(value, Reason):
         return value
+    if isinstance(value, NodeText):
+        return Reason("text", {"text": value.text_for(name)})
     return Reason("text", {"text": value if isinstance(value, str) else str(value)})

@@ -20,6 +20,7 @@ from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
 from npu_sim_bridge.passes.fusion.switch import load_switch
 from npu_sim_bridge.passes.fusion.unfuse import remapped_nodes, unfuse
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
+from npu_sim_bridge.report.reasons import NodeText
 
 ABSORBED_CACHE = "fusion/absorbed"  # {node a rule fused away: the node it was fused into}
 
@@ -121,23 +122,25 @@ class FusionPass(GraphPass):
         # at each read of fused.name, and the absorbed map would keep one per fused node).
         root = match.root
         names, ops = zip(*fused_from(fused))
-        if names == match.nodes:  # not fused before: the view's strs (each name read from the attr is a new str)
+        earlier = fusions.get(match.nodes[0]) if len(match.nodes) == 2 else None
+        if earlier is not None and names == earlier.names + (root,):
+            names = None  # a fused node fused again with one more node: read from the earlier fusion
+        elif names == match.nodes:  # not fused before: the view's strs (each name read from the attr is new)
             names = match.nodes
-        else:  # a fused node fused again: the strs of the match and of the earlier fusions
+        else:  # the strs of the match and of the earlier fusions
             known = dict(zip(match.nodes, match.nodes))
             for name in match.nodes:
-                earlier = fusions.get(name)
-                if earlier is not None:
-                    known.update(zip(earlier.names, earlier.names))
+                before = fusions.get(name)
+                if before is not None:
+                    known.update(zip(before.names, before.names))
             names = tuple(known.get(name, name) for name in names)
         ops = op_chains.setdefault(ops, ops)
-        note = fusions[root] = _Fused(rule.name, sys.intern(fused.op), root, names, ops)
+        note = fusions[root] = _Fused(rule.name, sys.intern(fused.op), root, names, ops, earlier)
         _note(ctx, root, note)
         absorbed = ctx.cache.setdefault(ABSORBED_CACHE, {})
-        into = _FusedInto(note)
         for name in match.nodes[:-1]:
             absorbed[name] = root
-            _note(ctx, name, into)
+            _note(ctx, name, note)  # the same object: it words itself for a node fused away
 
     def finish(self, ctx: PassContext) -> None:
         """A node fused away runs as part of its fused op: it takes that op's list, dtype, placement and GeOp."""
@@ -155,34 +158,33 @@ class FusionPass(GraphPass):
                 record.add_reason(f"runs inside {target}, as {absorbed[name]} does")
 
 
-class _Fused:
-    """The fused node's reason, rendered when read: "fused by <rule>: <a> (<op>) + ... -> <fused op>" (a
-    sentence per fusion, and one per node fused away, were a sixth of the peak on a dense graph)."""
+class _Fused(NodeText):
+    """A fusion's reason, rendered when read: on the fused node "fused by <rule>: <a> (<op>) + ... ->
+    <fused op>", on a node fused away "fused into <root> (<fused op>) by <rule>". One object per
+    fusion, on all its nodes, and no tuple of names for a fused node fused again with one more node
+    (a sentence per fusion, and one per node fused away, were a sixth of the peak on a dense graph)."""
 
-    __slots__ = ("rule", "op", "root", "names", "ops")
+    __slots__ = ("rule", "op", "root", "_names", "ops", "_earlier")
 
-    def __init__(self, rule: str, op: str, root: str, names: tuple[str, ...], ops: tuple[str, ...]):
-        self.rule, self.op, self.root, self.names, self.ops = rule, op, root, names, ops
+    def __init__(self, rule: str, op: str, root: str, names: "tuple[str, ...] | None", ops: tuple[str, ...],
+                 earlier: "_Fused | None" = None):
+        """`names` None: the earlier fusion's names and then `root`."""
+        self.rule, self.op, self.root, self._names, self.ops = rule, op, root, names, ops
+        self._earlier = earlier if names is None else None
 
-    def __str__(self) -> str:
-        parts = " + ".join(f"{name} ({op})" for name, op in zip(self.names, self.ops))
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The original nodes the fused node replaces, in order."""
+        return self._earlier.names + (self.root,) if self._names is None else self._names
+
+    def text_for(self, name: str) -> str:
+        if name != self.root:
+            return f"fused into {self.root} ({self.op}) by {self.rule}"
+        parts = " + ".join(f"{node} ({op})" for node, op in zip(self.names, self.ops))
         return f"fused by {self.rule}: {parts} -> {self.op}"
 
 
-class _FusedInto:
-    """The reason of a node fused away, rendered when read: "fused into <root> (<fused op>) by <rule>"."""
-
-    __slots__ = ("fusion",)
-
-    def __init__(self, fusion: _Fused):
-        self.fusion = fusion
-
-    def __str__(self) -> str:
-        fusion = self.fusion
-        return f"fused into {fusion.root} ({fusion.op}) by {fusion.rule}"
-
-
-def _note(ctx, name: str, text: "str | _Fused | _FusedInto") -> NodeDecision:
+def _note(ctx, name: str, text: "str | _Fused") -> NodeDecision:
     record = ctx.report.nodes.get(name)
     if record is None:
         node = ctx.view.get(name)
