@@ -76,3 +76,25 @@ def test_a_removed_node_makes_partition_propose_again(built):
     view.add_node(node_def_pb2.NodeDef(name="unused_const", op="NoOp"))
     view.remove_node("unused_const")
     assert partition.carried_proposal(ctx, function_library(view)) is None
+
+
+
+@pytest.mark.parametrize("mode", ["full sink, emulate", "mixed compute, emulate"])
+def test_a_validated_graph_orders_the_carried_segments_by_its_ranks(built, mode, monkeypatch):
+    """After the precision pass the view is validated: the carried segments are sorted by its ranks,
+    with no order of every node (the partition pass's memory peak), into the order a fresh proposal,
+    which orders the whole graph, gives them."""
+    ctx = _before_partition(built["bert_small"], from_dict(MODES[mode]))
+    ctx.view.close_journal()
+    functions = function_library(ctx.view)
+    from npu_sim_bridge.passes.partition import carry
+
+    def whole_order(view, **_):
+        raise AssertionError("the carried segments asked for an order of every node")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(carry, "topological_order", whole_order)
+        carried = partition.carried_proposal(ctx, functions)
+    assert carried is not None and len(carried.segments) >= 1
+    fresh = partition.fresh_proposal(ctx, [node.name for node in ctx.view.nodes()], functions, set())
+    assert carried.segments == fresh.segments
