@@ -17,9 +17,11 @@ hits both alike; printed as the median over repeats and the range):
    Grappler runs only the optimizer named there, so the remapper setting does not enter these rows.
    With --profile: the step time per op type (TensorFlow step stats of 10 traced steps), plain vs
    kernel, to show where the rest of the cost is.
-3. The model sweep's step ratio (allow_mix_precision / plain, the sweep's own mean step times, not
-   interleaved) per model, remapper on and off, when the model sweep (npu_sim_bridge.testing.sweep,
-   benchmarks/bench_models.py) is present; a few models by default, --models all for every one.
+3. The model sweep's models (npu_sim_bridge.testing.sweep, benchmarks/bench_models.py): the training
+   step of allow_mix_precision / plain (the sweep's "mixed" and "plain" session configurations: every
+   pass, or NpuOptimizer with no pass), two Sessions on the model's graph fed the same batch,
+   interleaved as in row 1, remapper on (a hand-built ConfigProto) and off (as npu_config_proto sets
+   it); a few models by default, --models all for every one.
 
 Run:  python benchmarks/bench_speed.py [--quick] [--only steps|rewrite|models] [--profile] [--repeats N]
 """
@@ -36,6 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import numpy  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.core.protobuf import config_pb2  # noqa: E402
 from tensorflow.python.grappler import tf_optimizer  # noqa: E402
@@ -189,16 +192,32 @@ def model_sweep(args) -> None:
     if unknown:
         print(f"(3) model sweep: unknown models {', '.join(unknown)}; known: {', '.join(builders)}")
         return
-    print(f"(3) model sweep step ratio, allow_mix_precision / plain ({args.sweep_steps} steps each)")
+    print(f"(3) model sweep step ratio, allow_mix_precision / plain ({args.sweep_rounds} rounds of "
+          f"{args.sweep_steps} interleaved steps; median (range) of the per-round ratios)")
     for remapping in (True, False):
+        setting = "user (remapper on)" if remapping else "npu_config_proto"
         for name in names:
             try:
-                row = sweep.measure(name, builders[name], steps=args.sweep_steps, remapping=remapping)
-                figure = f"{row.step_ratio:5.2f}x"
+                ratios = model_ratios(sweep, builders[name], remapping, args.sweep_rounds, args.sweep_steps)
+                figure = f"plain {statistics.median(ratios['plain_ms']):8.1f} ms | {ratio_text(ratios['mixed'])}"
             except Exception as err:  # one model that fails is a row, not the end of the benchmark
                 figure = f"failed: {type(err).__name__}: {str(err).splitlines()[0][:120]}"
-            setting = "user (remapper on)" if remapping else "npu_config_proto"
             print(f"  {setting:<19} {name:<24} {figure}", flush=True)
+
+
+def model_ratios(sweep, build, remapping: bool, rounds: int, steps: int) -> dict[str, list[float]]:
+    """Per round, the "mixed" Session's median step time over the "plain" one's, on one model graph."""
+    model = build()
+    fetch = [model.loss, model.train_op]
+    feed = model.feed(numpy.random.default_rng(0))
+    sessions = {}
+    for run in ("plain", "mixed"):
+        sess = tf.compat.v1.Session(graph=model.graph, config=sweep.session_config(run, remapping))
+        sess.run(model.init_op)
+        for _ in range(2):  # the rewrite and the first run's allocations
+            sess.run(fetch, feed)
+        sessions[run] = (sess, fetch, feed)
+    return interleaved_ratios(sessions, rounds, steps)
 
 
 def main() -> None:
@@ -211,11 +230,14 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also the step time per op type")
     parser.add_argument("--models", default="tf1_batchnorm_cnn,keras_cnn,MobileNetV2,bert_small",
                         help="model sweep: comma-separated names, or all (each takes about a minute)")
-    parser.add_argument("--sweep-steps", type=int, default=10, help="model sweep: steps per run")
+    parser.add_argument("--sweep-rounds", type=int, help="model sweep: rounds per model (default 7, quick 3)")
+    parser.add_argument("--sweep-steps", type=int, help="model sweep: steps per Session and round (default 15, quick 5)")
     args = parser.parse_args()
     args.repeats = args.repeats or (2 if args.quick else 5)
     args.rounds = args.rounds or (3 if args.quick else 7)
     args.steps = args.steps or (5 if args.quick else 15)
+    args.sweep_rounds = args.sweep_rounds or (3 if args.quick else 7)
+    args.sweep_steps = args.sweep_steps or (5 if args.quick else 15)
     if args.only in (None, "steps"):
         step_time(args)
     if args.only in (None, "rewrite"):
