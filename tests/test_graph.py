@@ -528,3 +528,23 @@ def test_the_view_holds_a_lone_input_as_its_string_and_others_as_a_tuple():
     view.add_node(node_def_pb2.NodeDef(name="d", op="Identity", input=["a"]))
     view.add_node(node_def_pb2.NodeDef(name="e", op="AddV2", input=["a", "d"]))
     assert held["d"] == "a" and held["e"] == ("a", "d") and view.consumers("a") == ["d", "e"]
+
+
+def test_validation_takes_each_added_or_edited_node_once_across_compact():
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Identity" input: "c" }\n'))
+    assert not view.has_touched() and view.take_touched() == []
+    view.add_node(node_def_pb2.NodeDef(name="e", op="Identity", input=["a"]))
+    view.set_input("d", 0, "e")
+    view.set_input("d", 0, "a")  # edited twice: listed once
+    view.set_input("c", 0, "a")
+    view.remove_input("c", 0)  # removing an input alone asks for no look
+    view.set_input("b", 0, "e")
+    view.remove_node("c")  # touched, then removed: not listed, but the view was edited
+    view.compact()  # the places move up; the marks move with them
+    assert view.has_touched()
+    assert view.take_touched() == ["b", "d", "e"]  # the index's order
+    assert not view.has_touched() and view.take_touched() == []
+    view.remove_node("d")
+    assert not view.has_touched()  # a removal alone adds nothing to look at
+    view.touch("a")
+    assert view.take_touched() == ["a"]

@@ -130,7 +130,7 @@ def topological_order(graph: GraphLike, *, read_only: bool = False) -> list[str]
         if remembered is not None:
             return remembered
         ranks = graph.ranks
-        if ranks is not None and not graph.touched and ranks.complete():
+        if ranks is not None and not graph.has_touched() and ranks.complete():
             order, stuck = ranks.sorted(graph.names()), []
         else:
             order, stuck = _order_view(graph)
@@ -176,12 +176,12 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
     """The same checks from a GraphView's indexes.
 
     The first check is complete and leaves a topological rank per node on the view. Later checks
-    only look at the nodes added or given new inputs since (`view.touched`): the graph is still
+    only look at the nodes added or given new inputs since (`view.take_touched`): the graph is still
     acyclic if each of their inputs comes from a node of lower rank (new nodes get a rank just
     above their highest input). When that does not hold, the complete check runs again. The view
     refuses duplicate names when it is built and when a node is added, so those need no check.
     """
-    touched, view.touched = view.touched, []
+    touched = view.take_touched()
     if view.ranks is not None and _extend_ranks(view, touched, where, allow_external):
         return
     view.set_ranks(None)

@@ -118,7 +118,7 @@ def _mark(ctx, node, path, entry) -> int:
     if KEEP_DTYPE_ATTR in node.attr and node.attr[KEEP_DTYPE_ATTR].b:
         return 0
     node.attr[KEEP_DTYPE_ATTR].b = True
-    ctx.view.touched.append(node.name)
+    ctx.view.touch(node.name)
     record = ctx.report.nodes.get(node.name)
     if record is None:
         dtype = node_dtype(node)

@@ -161,7 +161,7 @@ def _in_topological_order(view: GraphView, grown: list[list[str]]):
     order of every node, its positions and the sort of them all were the partition pass's peak on a
     graph that gains 20k Casts."""
     ranks = None if view.remembered_order(copy=False) is not None else view.ranks
-    if ranks is not None and not view.touched and ranks.complete():
+    if ranks is not None and not view.has_touched() and ranks.complete():
         sort, place = ranks.in_graph_order, view.place
         first = lambda members: (ranks[members[0]], place(members[0]))  # noqa: E731
     else:
