@@ -40,20 +40,16 @@ class Ranks:
         return UNRANKED not in map(self.values.__getitem__, self.place.values())
 
     def sorted(self, names: list[str]) -> list[str]:
-        """`names` by rank (ties keep their order). Sorted as arrays: a float and an int object per
-        name, as sorting them in Python makes, were a sixth of a rewrite's peak memory."""
-        return _sorted_by(numpy.frombuffer(self.values, dtype=numpy.float64), self.place, names)
-
-    def in_graph_order(self, names: list[str]) -> list[str]:
-        """`names` as `topological_order` orders them in the whole graph when it orders by these ranks
-        (complete, nothing touched since): by rank, ties by place. Only nodes added since the last
-        complete check tie (each a fraction above its highest input; the others' ranks are distinct
-        integers), and those are listed in the order of their places. No list of every node."""
+        """`names` by rank, ties by place: as `topological_order` lists them in the whole graph when it
+        orders by these ranks (see `validate.ranks_in_force`). Only nodes added since the last complete
+        check tie (each a fraction above its highest input; the others' ranks are distinct integers),
+        and those the view lists in the order of their places. Sorted as arrays: a float and an int
+        object per name, as sorting them in Python makes, were a sixth of a rewrite's peak memory."""
         count = len(names)
         places = numpy.fromiter(map(self.place.__getitem__, names), dtype=numpy.int64, count=count)
         keys = numpy.frombuffer(self.values, dtype=numpy.float64)[places]
         order = numpy.lexsort((places, keys))  # the last key first
-        del places, keys
+        del places, keys  # each array goes as soon as it is used: the sort of every node was a peak
         return list(map(names.__getitem__, order))
 
 

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping, Union
 from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
-from npu_sim_bridge.graph.indexes import UNRANKED
+from npu_sim_bridge.graph.indexes import UNRANKED, Ranks
 from npu_sim_bridge.graph.name_index import new_index
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
@@ -129,8 +129,8 @@ def topological_order(graph: GraphLike, *, read_only: bool = False) -> list[str]
         remembered = graph.remembered_order(copy=not read_only)
         if remembered is not None:
             return remembered
-        ranks = graph.ranks
-        if ranks is not None and not graph.has_touched() and ranks.complete():
+        ranks = ranks_in_force(graph)
+        if ranks is not None:
             order, stuck = ranks.sorted(graph.names()), []
         else:
             order, stuck = _order_view(graph)
@@ -170,6 +170,16 @@ def validate_graph(graph: GraphLike, where: str = "graph",
     _, stuck = _order(records)
     if stuck:
         raise GraphValidationError(f"{where}: the graph has a cycle through nodes {_listed(stuck)}")
+
+
+def ranks_in_force(view) -> "Ranks | None":
+    """The view's ranks when `topological_order` orders the view by them (validated since its last
+    edit, every node ranked, no order remembered), else None. Then `Ranks.sorted` lists any of its
+    nodes as that order does, without an order of every node."""
+    if view.remembered_order(copy=False) is not None:
+        return None
+    ranks = view.ranks
+    return ranks if ranks is not None and not view.has_touched() and ranks.complete() else None
 
 
 def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Container
 
 from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
-from npu_sim_bridge.graph.validate import topological_order
+from npu_sim_bridge.graph.validate import ranks_in_force, topological_order
 from npu_sim_bridge.graph.view import EditJournal, GraphView, edges
 from npu_sim_bridge.passes.partition.cluster import READ_REF, EdgeKinds, Proposal
 
@@ -157,12 +157,12 @@ def _in_topological_order(view: GraphView, grown: list[list[str]]):
     """Each segment's nodes in `topological_order(view)`'s order (`grown`'s lists go as they are
     sorted), and the key that orders segments by their first node the same way.
 
-    A view validated since its last edit sorts each segment by its ranks (`Ranks.in_graph_order`): an
-    order of every node, its positions and the sort of them all were the partition pass's peak on a
-    graph that gains 20k Casts."""
-    ranks = None if view.remembered_order(copy=False) is not None else view.ranks
-    if ranks is not None and not view.has_touched() and ranks.complete():
-        sort, place = ranks.in_graph_order, view.place
+    A view validated since its last edit sorts each segment by its ranks (`ranks_in_force`): an order
+    of every node, its positions and the sort of them all were the partition pass's peak on a graph
+    that gains 20k Casts."""
+    ranks = ranks_in_force(view)
+    if ranks is not None:
+        sort, place = ranks.sorted, view.place
         first = lambda members: (ranks[members[0]], place(members[0]))  # noqa: E731
     else:
         position = view.positions(topological_order(view, read_only=True))
