@@ -250,6 +250,11 @@ class GraphView:
         (a node added since has a place past every earlier one)."""
         return self._at[name]
 
+    def name_at(self, place: int) -> str:
+        """The name of the live node at `place` (the view's own str: a name made again is equal, not the
+        same object, and one kept would hold a second copy)."""
+        return self._at.name(place)
+
     def place_count(self) -> int:
         """How many places the view holds until `compact()`: live nodes, and the removed ones' places."""
         return len(self._ops)

@@ -53,31 +53,35 @@ EXACT_OPS = frozenset({
 
 
 class Inserted:
-    """The Casts (and rounding kernels) a Rewriter inserted, in order: (name, source tensor, SrcT,
-    DstT, kind) each, the source as its input string ("x" or "x:1"). Held as columns (the dtypes and
-    kinds as small codes), not a tuple per Cast: the 30k-node synthetic graph gets 20k of them. A
-    TensorRef per source, kept on into the report, was a twentieth of that graph's peak memory."""
+    """The Casts (and rounding kernels) a Rewriter inserted into `view`, in order: (name, source tensor,
+    SrcT, DstT, kind) each, the source as its input string ("x" or "x:1"). Held as a list of names and
+    small codes, not a tuple per Cast: the 30k-node synthetic graph gets 20k of them. The source is
+    read from the view: the Cast's input, or for the second Cast of a round trip its first Cast's (a
+    list of them was a fortieth of that graph's peak memory, a TensorRef each a twentieth)."""
 
-    _KINDS = ("cast", "round")
+    _KINDS = ("cast", "round", "round")  # the second: a round trip's second Cast, which reads its first
 
-    def __init__(self):
+    def __init__(self, view):
+        self._view = view
         self.names: list[str] = []
-        self._sources: list[str] = []
         self._codes = array("H")  # SrcT, DstT, kind per Cast
 
-    def append(self, name: str, source: str, src: int, dst: int, kind: str) -> None:
+    def append(self, name: str, src: int, dst: int, kind: str, reads_cast: bool = False) -> None:
         self.names.append(name)
-        self._sources.append(source)
-        self._codes.extend((src, dst, self._KINDS.index(kind)))
+        self._codes.extend((src, dst, 2 if reads_cast else self._KINDS.index(kind)))
 
     def __len__(self) -> int:
         return len(self.names)
 
     def __iter__(self) -> Iterator[tuple[str, str, int, int, str]]:
-        codes, kinds = self._codes, self._KINDS
-        for index, (name, source) in enumerate(zip(self.names, self._sources)):
+        codes, kinds, inputs = self._codes, self._KINDS, self._view.input_texts
+        for index, name in enumerate(self.names):
             at = 3 * index
-            yield name, source, codes[at], codes[at + 1], kinds[codes[at + 2]]
+            kind = codes[at + 2]
+            source = inputs(name)[0]
+            if kind == 2:
+                source = inputs(source)[0]
+            yield name, source, codes[at], codes[at + 1], kinds[kind]
 
 
 class Rewriter:
@@ -92,10 +96,10 @@ class Rewriter:
         self.low = low
         self.emulate = emulate
         self.functions = functions or {}
-        # {(DstT, kind): {tensor: the Cast's output}}: a dict per kind of Cast, so no key tuple per Cast,
-        # keyed by the tensor's input string (a port 0 tensor's is its producer's name, a str the view has)
-        self.created: dict[tuple[int, str], dict[str, str]] = {}  # (DstT, kind) -> {tensor: its Cast}
-        self.inserted = Inserted()
+        # The places of the nodes this rewrite adds start here: a Cast found by its name (see `_made`)
+        # is one of them, or a node the graph had.
+        self._first_place = view.place_count()
+        self.inserted = Inserted(view)
         self.casts_inserted = 0
         self.round_trips = 0
         self.retyped = 0
@@ -169,9 +173,6 @@ class Rewriter:
         del marked
         for name in self.dirty:
             self._convert_inputs(name)
-        # Only apply shares Casts: their index (an entry per Cast) goes before the report gets a row per
-        # Cast, which was the pass's peak.
-        self.created.clear()
 
     def check_types(self) -> None:
         """Every data edge into a changed node or an inserted Cast carries the dtype the consumer expects.
@@ -179,7 +180,9 @@ class Rewriter:
         TensorFlow silently runs the original graph when a rewritten one does not type-check, so a
         mismatch here is raised instead (it would be a bug of this pass).
         """
-        checked, self.dirty = sorted(chain(self.dirty, self.inserted.names)), []  # distinct; not kept
+        # Each once, without a sorted copy (a list of them was a fortieth of the pass's peak): the nodes
+        # apply looked at, then the ones it inserted.
+        checked, self.dirty = chain(self.dirty, self.inserted.names), []
         for name in checked:
             node = self.view.get(name)
             if node is None:
@@ -304,17 +307,15 @@ class Rewriter:
     def _cast(self, ref: TensorRef, src: int, dst: int, source: TensorRef | None = None,
               kind: str = "cast", op: str = "Cast") -> TensorRef:
         """A Cast (or, with op=ROUND_OP, a float16 rounding kernel) of `source or ref`, shared per tensor."""
-        created = self.created.get((dst, kind))
-        if created is None:
-            created = self.created[(dst, kind)] = {}
-        text = format_input(ref)
-        made = created.get(text)  # the Cast's name: its output 0 is the tensor (no TensorRef kept per Cast)
-        if made is not None:
-            return TensorRef(made, 0)
         label = "NpuSimRound" if kind == "round" else "NpuSimCast"
         dtype = ports.dtype_name(FP16 if op == ROUND_OP else src if kind == "round" else dst)
-        name = self.view.unique_name(f"{ref.node}/{label}_{ref.port}_{dtype}")
-        inputs = [format_input(source or ref)]  # port 0: the producer's name, the str the graph has
+        base = f"{ref.node}/{label}_{ref.port}_{dtype}"
+        reads = format_input(source or ref)  # port 0: the producer's name, the str the graph has
+        made = self._made(base, op, reads, dst)
+        if made is not None:  # its output 0 is the tensor
+            return TensorRef(made, 0)
+        name = self.view.unique_name(base)
+        inputs = [reads]
         node = node_def_pb2.NodeDef(name=name, op=op, input=inputs)
         producer = self.view.get(ref.node)
         if producer is not None and producer.device:
@@ -327,9 +328,22 @@ class Rewriter:
         node.attr[INSERTED_ATTR].b = True
         self.view.add_node(node, name, inputs)
         self.casts_inserted += 1
-        self.inserted.append(name, text, src, dst, kind)
+        self.inserted.append(name, src, dst, kind, reads_cast=source is not None)
         if kind == "round":
             self.round_trips += 1
-        created[text] = name
         return TensorRef(name, 0)
+
+    def _made(self, base: str, op: str, reads: str, dst: int) -> str | None:
+        """The node this rewrite inserted as `base` (or `base_1`, ... where the graph had that name) that
+        reads `reads` into `dst` with `op`, or None. Casts are shared by their names, not through an
+        index of them (an entry per Cast was a thirtieth of the pass's peak on a graph gaining 20k)."""
+        view, name, suffix = self.view, base, 0
+        while name in view:
+            at = view.place(name)
+            if (at >= self._first_place and view.op(name) == op and view.input_texts(name) == (reads,)
+                    and (op != "Cast" or view.node(name).attr["DstT"].type == dst)):
+                return view.name_at(at)  # the view's str, not `name`: consumers keep what they read
+            suffix += 1
+            name = f"{base}_{suffix}"
+        return None
 
