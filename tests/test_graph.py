@@ -532,7 +532,7 @@ def test_the_view_holds_a_lone_input_as_its_string_and_others_as_a_tuple():
 
 def test_validation_takes_each_added_or_edited_node_once_across_compact():
     view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Identity" input: "c" }\n'))
-    assert not view.has_touched() and view.take_touched() == []
+    assert not view.has_touched() and list(view.take_touched()) == []
     view.add_node(node_def_pb2.NodeDef(name="e", op="Identity", input=["a"]))
     view.set_input("d", 0, "e")
     view.set_input("d", 0, "a")  # edited twice: listed once
@@ -542,9 +542,28 @@ def test_validation_takes_each_added_or_edited_node_once_across_compact():
     view.remove_node("c")  # touched, then removed: not listed, but the view was edited
     view.compact()  # the places move up; the marks move with them
     assert view.has_touched()
-    assert view.take_touched() == ["b", "d", "e"]  # the index's order
-    assert not view.has_touched() and view.take_touched() == []
+    assert list(view.take_touched()) == ["b", "d", "e"]  # the index's order
+    assert not view.has_touched() and list(view.take_touched()) == []
     view.remove_node("d")
     assert not view.has_touched()  # a removal alone adds nothing to look at
     view.touch("a")
-    assert view.take_touched() == ["a"]
+    assert list(view.take_touched()) == ["a"]
+
+
+def test_validation_ranks_a_new_node_that_reads_one_added_after_it():
+    """New nodes are ranked as validation meets them in the order of their places; one whose input
+    came later waits for it, and a cycle among new nodes is still found."""
+    view = GraphView(_graph(CHAIN))
+    validate_graph(view)
+    view.add_node(node_def_pb2.NodeDef(name="reader", op="Identity", input=["later"]))  # not there yet
+    view.add_node(node_def_pb2.NodeDef(name="later", op="Identity", input=["a"]))
+    view.set_input("c", 1, "reader")
+    validate_graph(view)
+    ranks = view.ranks
+    assert ranks is not None and ranks["a"] < ranks["later"] < ranks["reader"] < ranks["c"]
+    order = topological_order(view)
+    assert order.index("later") < order.index("reader") < order.index("c")
+    view.add_node(node_def_pb2.NodeDef(name="p", op="Identity", input=["q"]))
+    view.add_node(node_def_pb2.NodeDef(name="q", op="Identity", input=["p"]))
+    with pytest.raises(GraphValidationError, match="cycle"):
+        validate_graph(view)

@@ -215,7 +215,7 @@ def _validate_view(view, where: str, allow_external: frozenset[str]) -> None:
 _RANK_STEP = 1.0 / 1024  # a new node sits this far above its highest input (chains of casts stay below 1)
 
 
-def _extend_ranks(view, touched: list[str], where: str, allow_external: frozenset[str]) -> bool:
+def _extend_ranks(view, touched: Iterable[str], where: str, allow_external: frozenset[str]) -> bool:
     """Rank the new nodes and check every input of a touched node comes from a lower rank.
 
     Every edge into an untouched node existed at the last check, between the same ranks, so only
@@ -227,8 +227,9 @@ def _extend_ranks(view, touched: list[str], where: str, allow_external: frozense
     rank_of = ranks.values.__getitem__  # by place: ranks[name] without a Python call per edge
     place = ranks.place.__getitem__
     # Kept only while needed (a dict of every touched node's producers was a tenth of the peak on a
-    # graph where precision adds 20k Casts): the producers of each new node, one as its name; and
-    # the old nodes that read a new one, checked once the new ones have their rank.
+    # graph where precision adds 20k Casts): the producers of each new node that reads a node not
+    # ranked yet, one as its name; and the old nodes that read a new one, checked once the new ones
+    # have their rank.
     unranked: dict[str, str | list[str]] = {}
     deferred: list[str] = []
     in_order = True  # so far: every edge into a touched old node runs up the ranks
@@ -238,7 +239,11 @@ def _extend_ranks(view, touched: list[str], where: str, allow_external: frozense
         producers = _ordering_producers(view, name, where, allow_external)
         rank = rank_of(place(name))
         if rank == UNRANKED:
-            unranked[name] = producers[0] if len(producers) == 1 else producers
+            held = list(map(rank_of, map(place, producers)))
+            if UNRANKED not in held:  # ranked now: the nodes come in the order of their places, a new
+                ranks[name] = max(held, default=-1.0) + _RANK_STEP  # node's inputs mostly before it
+            else:
+                unranked[name] = producers[0] if len(producers) == 1 else producers
         elif UNRANKED in map(rank_of, map(place, producers)):
             deferred.append(name)
         elif in_order and not all(rank_of(place(producer)) < rank for producer in producers):
