@@ -303,7 +303,11 @@ class PartitionPass(GraphPass):
 
 def _bridge(ctx: PassContext, proposal: cluster.Proposal, functions) -> int:
     """Let the v1 cond tensors the segments cut cross live (see bridges.py); returns how many edges."""
-    segment_of = {name: index for index, nodes in enumerate(proposal.segments) for name in nodes}
+    if not proposal.bridges:
+        return 0
+    # The segment of each bridge's ends only (a dict of every member was a tenth of the partition's peak).
+    ends = {end for bridge in proposal.bridges for end in (bridge.producer, bridge.consumer)}
+    segment_of = {name: index for index, nodes in enumerate(proposal.segments) for name in nodes if name in ends}
     wanted = [b for b in proposal.bridges if segment_of.get(b.producer) != segment_of.get(b.consumer)]
     if not wanted:
         return 0
