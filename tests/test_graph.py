@@ -11,7 +11,7 @@ from tensorflow.core.framework import graph_pb2, node_def_pb2
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import GraphView, TensorRef, parse_input, topological_order, validate_graph
 from npu_sim_bridge.graph.names import node_name
-from npu_sim_bridge.graph.view import edges
+from npu_sim_bridge.graph.view import EditJournal, edges
 
 
 def _graph(text):
@@ -184,11 +184,32 @@ def test_journal_records_what_the_mutators_did():
     view.add_node(node_def_pb2.NodeDef(name="cast", op="Cast", input=["b"]))
     view.set_input("c", 0, "cast")
     view.set_input("c", 1, "b")  # a second change keeps the inputs c had when the journal opened
-    assert list(journal.added) == ["cast"] and journal.rewired == {"c": ("b", "a", "^b")}
+    before = EditJournal.inputs_digest(("b", "a", "^b"))
+    assert list(journal.added) == ["cast"] and list(journal.rewired()) == [("c", before)]
     assert journal.changed(view)
+    view.set_input("c", 0, "b")
+    view.set_input("c", 1, "a")  # back to the inputs it had: nothing differs but the added node
+    assert journal.changed(view) and EditJournal.inputs_digest(view.input_texts("c")) == before
     view.close_journal()
     view.remove_input("c", 2)
-    assert not journal.removed and "c" in journal.rewired and journal.rewired["c"] == ("b", "a", "^b")
+    assert not journal.removed and list(journal.rewired()) == [("c", before)]
+
+
+def test_journal_skips_added_nodes_and_follows_compaction():
+    """A node added since the journal opened is not 'rewired'; a rewired node keeps its entry when
+    the nodes before it are compacted away, and one rewired after that is recorded once too."""
+    view = GraphView(_graph(CHAIN))
+    journal = view.open_journal()
+    view.add_node(node_def_pb2.NodeDef(name="cast", op="Cast", input=["b"]))
+    view.set_input("cast", 0, "a")
+    assert list(journal.rewired()) == []
+    view.set_input("c", 0, "cast")
+    view.remove_input("c", 2)
+    view.remove_input("c", 0)  # c no longer reads b: b may go
+    view.remove_node("b")
+    view.compact()
+    view.set_input("c", 0, "a")  # rewired again after compaction: still one entry
+    assert [name for name, _ in journal.rewired()] == ["c"]
 
 
 def test_journal_knows_the_added_nodes_across_compaction():

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, node_name, parse_input
+from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.validate import ranks_in_force, topological_order
 from npu_sim_bridge.graph.view import EditJournal, GraphView, edges
@@ -75,18 +75,20 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
         return None
 
     # Changed inputs of the nodes that were there: only `P:port` -> the end of a new chain reading it.
-    for name, held in journal.rewired.items():
+    # Each such input is put back to the tensor its chain reads: the inputs must be those the node had.
+    for name, before in journal.rewired():
         if name not in view:
             return None
-        before, after = edges(held), view.input_texts(name)
-        if len(after) != len(before):
+        restored = []
+        for now in view.input_texts(name):
+            if now in new:  # (an input naming a new node's port 0 is its name)
+                found = anchor(now)
+                if found is None:
+                    return None
+                now = format_input(found)
+            restored.append(now)
+        if journal.inputs_digest(restored) != before:
             return None
-        for old, now in zip(before, after):
-            if old == now:
-                continue
-            producer, port = parse_input(now)
-            if producer not in new or port != 0 or anchor(producer) != parse_input(old):
-                return None
 
     grown = [list(members) for members in proposal.segments]  # each gets its new nodes
     host_anchored: dict[str, int] = {}  # a new node on a chain from a host node -> its segment
