@@ -14,11 +14,11 @@ An open `EditJournal` records what the mutators do (a later pass asks what an ea
 
 from __future__ import annotations
 
-import bisect
 import sys
 from array import array
 from typing import Callable, Iterable, Iterator, Sequence
 
+import numpy
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
@@ -114,7 +114,9 @@ class GraphView:
         `table`: the GraphDef's node columns, when the caller has them (the index is built from them)."""
         self._graph_def = graph_def
         self._stored = graph_def.node  # the NodeDefs, which `_at` indexes
-        self._dead: list[int] = []  # the places of the nodes removed since `compact`, which drops them
+        # The places of the nodes removed since `compact`, which drops them: an array (a list of int
+        # objects, and the runs `compact` made of them, were a twentieth of the partition's peak).
+        self._dead = array("q")
         # Validation state: a topological rank per node from the last full check (see `ranks`; kept by
         # place in `_rank`, made in `_index`), and the nodes added or given new inputs since (see
         # graph.validate); only the mutators below update them.
@@ -524,14 +526,13 @@ class GraphView:
         each read; a set of them all was a fifth of the rewrite's peak on BERT)."""
         if not self._dead:
             return
-        dead = sorted(self._dead)
-        runs: list[list[int]] = []  # [start, end) of removed nodes, in GraphDef order
-        for at in dead:
-            if runs and runs[-1][1] == at:
-                runs[-1][1] = at + 1
-            else:
-                runs.append([at, at + 1])
-        for start, end in reversed(runs):
+        dead = numpy.sort(numpy.frombuffer(self._dead, dtype=numpy.int64))
+        # The runs [start, end) of removed places, in GraphDef order, dropped last to first.
+        breaks = numpy.flatnonzero(numpy.diff(dead) != 1) + 1
+        starts = dead[numpy.concatenate(([0], breaks))]
+        ends = dead[numpy.concatenate((breaks - 1, [len(dead) - 1]))] + 1
+        for run in range(len(starts) - 1, -1, -1):
+            start, end = int(starts[run]), int(ends[run])
             del self._graph_def.node[start:end]
             del self._ops[start:end]
             del self._inputs[start:end]
@@ -541,10 +542,11 @@ class GraphView:
             if self._journal is not None:
                 self._journal._compact(start, end)
         if self._hub_before:  # a hub stands before the same node, or the first live one after a removed one
-            self._hub_before = {hub: at - bisect.bisect_left(dead, at) for hub, at in self._hub_before.items()}
+            self._hub_before = {hub: at - int(numpy.searchsorted(dead, at)) for hub, at in self._hub_before.items()}
         if self._journal is not None:  # the nodes added since it opened keep coming after the mark
-            self._journal.added.mark -= bisect.bisect_left(dead, self._journal.added.mark)
-        self._dead.clear()
+            self._journal.added.mark -= int(numpy.searchsorted(dead, self._journal.added.mark))
+        del dead, starts, ends, breaks  # (views of the array, which goes next)
+        self._dead = array("q")
         self._at.renumber()  # the live nodes' new places
 
     def to_graph_def(self) -> graph_pb2.GraphDef:
