@@ -68,9 +68,10 @@ def test_an_inserted_node_reads_its_sentence_only_when_asked():
     source = TensorRef("mm", 0)
     records.add("mm/NpuSimCast_0_float16", "Cast", dtype_before="float32", dtype_after="float16",
                 text=InsertedText("precision", "Cast", source))
-    assert not isinstance(records._texts[0], str), "no sentence is formatted before it is read"
+    assert 0 not in records._texts and records._inserted[0], "no sentence is formatted before it is read"
     decision = records["mm/NpuSimCast_0_float16"]
     assert decision.reason == "inserted by precision: Cast of mm" and decision.reasons == []
+    assert 0 not in records._texts, "nor kept once read: a row with no text set keeps none"
     decision.add_reason("more")
     assert decision.reason == "inserted by precision: Cast of mm; more"
     assert decision.to_dict()["reasons"] == [{"code": "text", "text": "more"}]

@@ -52,13 +52,15 @@ class Decisions(Mapping):
         # As passes gave them: none (the empty tuple), the one reason, a tuple of two or more, or a list
         # once the reasons were read (rendering replaces each with its Reason).
         self._reasons: list = []
-        # The text of the first `_rendered[row]` reasons, or text set directly (a str, or None for
-        # none), or the source of an inserted node while `_inserted[row]` is not 0.
-        self._texts: list = []
-        self._rendered = array("I")
-        # Per row: 0, or 1 + the index in `_inserted_kinds` of the (pass, what) of an inserted node
-        # (its InsertedText, taken apart: an object per inserted Cast was a twentieth of the peak).
-        self._inserted = array("H")
+        # Text set on a row, by row: (the text, how many of the row's first reasons it says already).
+        # Few rows have one; the others' text is rendered from their reasons at each read (a text
+        # and a count kept for every row were a twentieth of a rewrite's peak memory).
+        self._texts: dict[int, tuple[str, int]] = {}
+        # Per row: 0, or 1 + the index of the inserted node's source and (pass, what) code in the
+        # two columns below (its InsertedText, taken apart: an object per Cast was a twentieth).
+        self._inserted = array("I")
+        self._inserted_sources: list = []
+        self._inserted_codes = array("H")  # the index in `_inserted_kinds`
         self._inserted_kinds: list[tuple[str, str]] = []
 
     # ------------------------------------------------------------- mapping
@@ -96,8 +98,7 @@ class Decisions(Mapping):
         fields = {field: source._value(field, row) for field in _CODED}
         new = self.add(name, source._value("op", row), **fields)
         self._reasons[new] = source._reasons[row]
-        self._set_text(new, source._text(row))
-        self._rendered[new] = source._rendered[row]
+        self._set_text(new, source._text(row), source._rendered(row))
         decision._table, decision._row = self, new
 
     # ----------------------------------------------------------- rows
@@ -115,17 +116,14 @@ class Decisions(Mapping):
                 code = self._code(value)  # first: a new code may widen the columns
                 self._coded[field].append(code)
             self._reasons.append(_NO_REASONS if reasons is None else reasons)
-            self._texts.append(None)
             self._inserted.append(0)
             self._set_text(row, text)
-            self._rendered.append(0)
             return row
         self._coded["op"][row] = self._code(op)
         for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
             self._coded[field][row] = self._code(value)
         self._reasons[row] = _NO_REASONS if reasons is None else reasons
         self._set_text(row, text)
-        self._rendered[row] = 0
         return row
 
     def decide(self, name: str, op: str, listed: bool, colour: str | None,
@@ -148,22 +146,37 @@ class Decisions(Mapping):
         if reason:
             self.add_reason(row, reason)
 
-    def _set_text(self, row: int, text) -> None:
-        """Set a row's text: a str, None, or an InsertedText (kept as a code and its source)."""
+    def _set_text(self, row: int, text, rendered: int = 0) -> None:
+        """Set a row's text: a str, None, or an InsertedText (kept as a code and its source); the
+        text says the row's first `rendered` reasons already."""
+        at = self._inserted[row]
+        if at:  # (a row filled anew: its entry in the inserted columns goes)
+            self._inserted[row], self._inserted_sources[at - 1] = 0, None
         if isinstance(text, InsertedText):
             kind = (text.by, text.what)
             if kind not in self._inserted_kinds:
                 self._inserted_kinds.append(kind)
-            self._texts[row], self._inserted[row] = text.source, 1 + self._inserted_kinds.index(kind)
+            self._inserted_sources.append(text.source)
+            self._inserted_codes.append(self._inserted_kinds.index(kind))
+            self._inserted[row] = len(self._inserted_sources)
+            text = None
+        if text is None and not rendered:
+            self._texts.pop(row, None)
         else:
-            self._texts[row], self._inserted[row] = text, 0
+            self._texts[row] = (text, rendered)
 
     def _text(self, row: int):
         """A row's text as set: a str, None, or an InsertedText made again from its code."""
-        code = self._inserted[row]
-        if code:
-            return InsertedText(*self._inserted_kinds[code - 1], self._texts[row])
-        return self._texts[row]
+        at = self._inserted[row]
+        if at:
+            return InsertedText(*self._inserted_kinds[self._inserted_codes[at - 1]], self._inserted_sources[at - 1])
+        held = self._texts.get(row)
+        return None if held is None else held[0]
+
+    def _rendered(self, row: int) -> int:
+        """How many of the row's first reasons its text says already."""
+        held = self._texts.get(row)
+        return 0 if held is None else held[1]
 
     def extend(self, names: list[str], ops: list[str], dtypes: Iterable[str | None]) -> None:
         """Rows for nodes with no decision yet, their dtype unchanged (a graph's records as it came)."""
@@ -181,9 +194,7 @@ class Decisions(Mapping):
         for field in ("list", "placement", "geop"):
             self._coded[field].extend(empty)
         self._reasons.extend([_NO_REASONS] * len(names))
-        self._texts.extend([None] * len(names))
-        self._inserted.extend(array("H", bytes(2 * len(names))))
-        self._rendered.extend(array("I", bytes(4 * len(names))))
+        self._inserted.extend(array("I", bytes(4 * len(names))))
 
     def column(self, field: str) -> list:
         """One field of every row, in row order ("name", "op" or a coded field)."""
@@ -238,20 +249,19 @@ class Decisions(Mapping):
             self._reasons[row] = (held, reason)
 
     def reason(self, row: int) -> str:
+        """The row's text: the text set on it, then its other reasons' (rendered at each read)."""
         text = self._text(row)
         if text is not None and not isinstance(text, str):
             text = str(text)
-            self._set_text(row, text)
-        if self._rendered[row] < self._count(row):
+        start = self._rendered(row)
+        if start < self._count(row):
             reasons = self._list(row)
-            for index in range(self._rendered[row], len(reasons)):
+            for index in range(start, len(reasons)):
                 value = reasons[index]
                 if not isinstance(value, Reason):
                     value = reasons[index] = self._as_reason(row, value)
                 part = value.text()
                 text = f"{text}; {part}" if text else part
-            self._set_text(row, text)
-            self._rendered[row] = len(reasons)
         return text or ""
 
     def _as_reason(self, row: int, value) -> Reason:
@@ -259,8 +269,8 @@ class Decisions(Mapping):
         return as_reason(value, self._rows.name(row) if isinstance(value, NodeText) else "")
 
     def set_reason(self, row: int, text: str) -> None:
-        self._set_text(row, text)
-        self._rendered[row] = self._count(row)
+        """Set the row's text: it says the reasons the row has now (later ones follow it)."""
+        self._set_text(row, text, self._count(row))
 
     def reasons(self, row: int) -> "list[Reason]":
         if self._reasons[row] is _NO_REASONS:
@@ -301,10 +311,9 @@ class NodeDecision:
         if reasons:
             held = reasons[0] if len(reasons) == 1 else [*reasons]
         self._table = table
-        self._row = table.add(name, op, list, dtype_before, dtype_after, placement, geop,
-                              text=reason or None, reasons=held)
+        self._row = table.add(name, op, list, dtype_before, dtype_after, placement, geop, reasons=held)
         if reason:
-            table._rendered[self._row] = table._count(self._row)
+            table.set_reason(self._row, reason)
 
     @classmethod
     def _at(cls, table: Decisions, row: int) -> "NodeDecision":
