@@ -26,7 +26,7 @@ segments and while frames, their order could differ, so that case is proposed ag
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterator
 
 from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
@@ -90,10 +90,12 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
         if journal.inputs_digest(restored) != before:
             return None
 
-    grown = [list(members) for members in proposal.segments]  # each gets its new nodes
+    # Each segment gets its new nodes, in the proposal's own lists: the proposal is not read again
+    # whether or not it is carried (a copy of them was a thirtieth of the partition's peak).
+    grown = proposal.segments
     host_anchored: dict[str, int] = {}  # a new node on a chain from a host node -> its segment
     consumers = view.consumer_index()
-    for name in reversed(sorted(new, key=lambda name: _chain_depth(name, new, view))):
+    for name in _deepest_first(new, view):
         found = anchor(name)
         if found is None or not is_candidate(view.node(name)):
             return None
@@ -178,9 +180,17 @@ def _in_topological_order(view: GraphView, grown: list[list[str]]):
     return segments, first
 
 
+def _deepest_first(new, view: GraphView) -> Iterator[str]:
+    """The added nodes, the deepest in their chain first (each one before the added node it reads).
+    By depth, from a byte per node: a sorted list of them all, and its keys, were a twentieth of
+    the partition's peak on a graph that gains 20k Casts."""
+    depths = bytearray(_chain_depth(name, new, view) for name in new)  # in `new`'s order
+    for depth in sorted(set(depths), reverse=True):
+        yield from (name for name, at in zip(new, depths) if at == depth)
+
+
 def _chain_depth(name: str, new: "Container[str]", view: GraphView) -> int:
-    """How many added nodes the chain up from `name` holds, itself included (sorting the added nodes by
-    it puts each one after the added node it reads)."""
+    """How many added nodes the chain up from `name` holds, itself included (at most _MAX_CHAIN + 1)."""
     depth = 0
     while name in new and depth <= _MAX_CHAIN:
         depth += 1
