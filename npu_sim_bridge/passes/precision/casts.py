@@ -54,28 +54,39 @@ EXACT_OPS = frozenset({
 
 class Inserted:
     """The Casts (and rounding kernels) a Rewriter inserted into `view`, in order: (name, source tensor,
-    SrcT, DstT, kind) each, the source as its input string ("x" or "x:1"). Held as a list of names and
-    small codes, not a tuple per Cast: the 30k-node synthetic graph gets 20k of them. The source is
-    read from the view: the Cast's input, or for the second Cast of a round trip its first Cast's (a
-    list of them was a fortieth of that graph's peak memory, a TensorRef each a twentieth)."""
+    SrcT, DstT, kind) each, the source as its input string ("x" or "x:1"). Only small codes are
+    held: the 30k-node synthetic graph gets 20k Casts, and a list of their names or sources was a
+    fortieth of its peak memory each (a TensorRef per source a twentieth). The rewrite adds nothing
+    but these nodes, so they are the view's places from `first` on, and the view gives their names
+    and inputs: the source is the Cast's input, or for the second Cast of a round trip its first
+    Cast's. Read them before the view is compacted or given other nodes."""
 
     _KINDS = ("cast", "round", "round")  # the second: a round trip's second Cast, which reads its first
 
     def __init__(self, view):
         self._view = view
-        self.names: list[str] = []
+        self.first = view.place_count()  # the place of the first node the rewrite adds
         self._codes = array("H")  # SrcT, DstT, kind per Cast
 
     def append(self, name: str, src: int, dst: int, kind: str, reads_cast: bool = False) -> None:
-        self.names.append(name)
+        """Record node `name`, which the rewrite has just added to the view."""
+        if self._view.place(name) != self.first + len(self):
+            raise RuntimeError(f"internal error of the precision pass: {name} is not the next node added")
         self._codes.extend((src, dst, 2 if reads_cast else self._KINDS.index(kind)))
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self._codes) // 3
+
+    def names(self) -> Iterator[str]:
+        """The inserted nodes' names, in order (the view's strs)."""
+        view, first = self._view, self.first
+        if view.place_count() != first + len(self):
+            raise RuntimeError("internal error of the precision pass: the graph changed after the Casts went in")
+        return map(view.name_at, range(first, first + len(self)))
 
     def __iter__(self) -> Iterator[tuple[str, str, int, int, str]]:
         codes, kinds, inputs = self._codes, self._KINDS, self._view.input_texts
-        for index, name in enumerate(self.names):
+        for index, name in enumerate(self.names()):
             at = 3 * index
             kind = codes[at + 2]
             source = inputs(name)[0]
@@ -96,9 +107,8 @@ class Rewriter:
         self.low = low
         self.emulate = emulate
         self.functions = functions or {}
-        # The places of the nodes this rewrite adds start here: a Cast found by its name (see `_made`)
-        # is one of them, or a node the graph had.
-        self._first_place = view.place_count()
+        # The nodes this rewrite adds (their places start at `inserted.first`): a Cast found by its
+        # name (see `_made`) is one of them, or a node the graph had.
         self.inserted = Inserted(view)
         self.casts_inserted = 0
         self.round_trips = 0
@@ -182,7 +192,7 @@ class Rewriter:
         """
         # Each once, without a sorted copy (a list of them was a fortieth of the pass's peak): the nodes
         # apply looked at, then the ones it inserted.
-        checked, self.dirty = chain(self.dirty, self.inserted.names), []
+        checked, self.dirty = chain(self.dirty, self.inserted.names()), []
         for name in checked:
             node = self.view.get(name)
             if node is None:
@@ -340,7 +350,7 @@ class Rewriter:
         view, name, suffix = self.view, base, 0
         while name in view:
             at = view.place(name)
-            if (at >= self._first_place and view.op(name) == op and view.input_texts(name) == (reads,)
+            if (at >= self.inserted.first and view.op(name) == op and view.input_texts(name) == (reads,)
                     and (op != "Cast" or view.node(name).attr["DstT"].type == dst)):
                 return view.name_at(at)  # the view's str, not `name`: consumers keep what they read
             suffix += 1
