@@ -95,8 +95,9 @@ def test_inserted_texts_of_several_kinds_keep_their_own_sentences():
 
 
 def test_columns_keep_every_value_past_two_bytes_of_codes():
-    """Codes are two bytes while the vocabulary fits; a graph with more distinct values (GeOp names)
-    than that still reads each row's own, also rows recorded in bulk after the columns widened."""
+    """Codes are one byte while a field's vocabulary fits, then two, then four; a graph with more
+    distinct values (GeOp names) than that still reads each row's own, also rows recorded in bulk
+    after the columns widened, and the other fields keep their one byte."""
     table = Decisions()
     count = (1 << 16) + 5
     for index in range(count):
@@ -107,6 +108,8 @@ def test_columns_keep_every_value_past_two_bytes_of_codes():
     assert (table["late_a"].dtype_before, table["late_b"].dtype_after, table["late_b"].geop) == ("int32", "float16", None)
     table["n3"].geop = "GeOp9_9"
     assert table["n3"].geop == "GeOp9_9" and table["n4"].geop == "GeOp0_4"
+    assert table._coded["geop"].typecode == "I" and table._coded["list"].typecode == "B"
+    assert table.count_differing("dtype_before", "dtype_after") == count  # float32 -> None; the late rows keep theirs
 
 
 def test_reasons_keep_their_order_before_and_after_they_are_read():

@@ -3,7 +3,8 @@
 A large graph's report has a record for every node, and one object per record (with its fields and
 its entry in a dict of records) was the largest single part of the pipeline's peak memory. Here a
 row is an index into a few lists and arrays; the short, repeating values (op type, list colour, dtype
-names, placement, GeOp name) are kept as small codes into one vocabulary per table.
+names, placement, GeOp name) are kept as small codes into a vocabulary per field (the two dtype
+fields share one), a byte each while it fits.
 
 `Decisions` is the mapping the report exposes as `report.nodes` (name -> NodeDecision). A
 `NodeDecision` it hands out is a handle on a row: reading or setting a field reads or sets the
@@ -22,6 +23,9 @@ from npu_sim_bridge.report.reasons import NodeText, Reason, as_reason
 
 _NO_REASONS = ()
 _CODED = ("list", "dtype_before", "dtype_after", "placement", "geop")
+# The vocabulary each coded field takes its codes from: the two dtypes share one (rows compare them).
+_VOCABULARY = {"op": "op", "list": "list", "dtype_before": "dtype", "dtype_after": "dtype",
+               "placement": "placement", "geop": "geop"}
 FIELDS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason", "reasons")
 
 
@@ -44,11 +48,12 @@ class Decisions(Mapping):
 
     def __init__(self):
         self._rows = new_index()  # name -> row; a row's name is `_rows.name(row)`
-        self._vocab: list[str | None] = [None]   # code -> value; code 0 is None
-        self._codes: dict[str, int] = {}
-        # Two bytes a code while the vocabulary fits (a graph has a few hundred op types, a few lists,
-        # dtypes and placements, and a GeOp name per segment), four beyond (see _code).
-        self._coded = {field: array("H") for field in (*_CODED, "op")}
+        # Per vocabulary (_VOCABULARY): code -> value, code 0 being None; and value -> code.
+        self._vocab: dict[str, list[str | None]] = {name: [None] for name in set(_VOCABULARY.values())}
+        self._codes: dict[str, dict[str, int]] = {name: {} for name in self._vocab}
+        # One byte a code while the field's vocabulary fits (lists, dtypes and placements always do), two
+        # or four beyond (a graph has a few hundred op types and a GeOp name per segment; see _code).
+        self._coded = {field: array("B") for field in _VOCABULARY}
         # As passes gave them: none (the empty tuple), the one reason, a tuple of two or more, or a list
         # once the reasons were read (rendering replaces each with its Reason).
         self._reasons: list = []
@@ -110,18 +115,18 @@ class Decisions(Mapping):
         row = self._rows.get(name)
         if row is None:
             row = self._rows.append(name)
-            code = self._code(op)  # first: a new code may widen the columns
+            code = self._code("op", op)  # first: a new code may widen the columns
             self._coded["op"].append(code)
             for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
-                code = self._code(value)  # first: a new code may widen the columns
+                code = self._code(field, value)  # first: a new code may widen the columns
                 self._coded[field].append(code)
             self._reasons.append(_NO_REASONS if reasons is None else reasons)
             self._inserted.append(0)
             self._set_text(row, text)
             return row
-        self._coded["op"][row] = self._code(op)
+        self._coded["op"][row] = self._code("op", op)
         for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
-            self._coded[field][row] = self._code(value)
+            self._coded[field][row] = self._code(field, value)
         self._reasons[row] = _NO_REASONS if reasons is None else reasons
         self._set_text(row, text)
         return row
@@ -137,10 +142,10 @@ class Decisions(Mapping):
             self.add(name, op, colour, before, after, reasons=reason or None)
             return
         if listed:
-            code = self._code(colour)  # first: a new code may widen the columns
+            code = self._code("list", colour)  # first: a new code may widen the columns
             self._coded["list"][row] = code
         if dtypes is not None:
-            before, after = self._code(dtypes[0]), self._code(dtypes[1])
+            before, after = self._code("dtype_before", dtypes[0]), self._code("dtype_after", dtypes[1])
             coded = self._coded
             coded["dtype_before"][row], coded["dtype_after"][row] = before, after
         if reason:
@@ -184,15 +189,15 @@ class Decisions(Mapping):
             self._rows.extend(names)
         except ValueError:
             raise ValueError("a report records each node once: the names repeat or are recorded already") from None
-        op_codes = list(map(self._code, ops))  # first: a new code may widen the columns
-        values = list(map(self._code, dtypes))
-        self._coded["op"].extend(array(self._coded["op"].typecode, op_codes))
-        codes = array(self._coded["dtype_before"].typecode, values)
-        self._coded["dtype_before"].extend(codes)
-        self._coded["dtype_after"].extend(codes)
-        empty = array(self._coded["list"].typecode, bytes(self._coded["list"].itemsize * len(names)))
+        op_codes = [self._code("op", op) for op in ops]  # first: a new code may widen the columns
+        values = [self._code("dtype_before", dtype) for dtype in dtypes]
+        coded = self._coded
+        coded["op"].extend(array(coded["op"].typecode, op_codes))
+        codes = array(coded["dtype_before"].typecode, values)
+        coded["dtype_before"].extend(codes)
+        coded["dtype_after"].extend(codes)
         for field in ("list", "placement", "geop"):
-            self._coded[field].extend(empty)
+            coded[field].extend(array(coded[field].typecode, bytes(coded[field].itemsize * len(names))))
         self._reasons.extend([_NO_REASONS] * len(names))
         self._inserted.extend(array("I", bytes(4 * len(names))))
 
@@ -200,26 +205,33 @@ class Decisions(Mapping):
         """One field of every row, in row order ("name", "op" or a coded field)."""
         if field == "name":
             return list(self._rows)
-        vocab = self._vocab
+        vocab = self._vocab[_VOCABULARY[field]]
         return [vocab[code] for code in self._coded[field]]
 
     def count_differing(self, first: str, second: str) -> int:
         """How many rows hold different values in two coded fields."""
         return sum(a != b for a, b in zip(self._coded[first], self._coded[second]))
 
-    def _code(self, value: str | None) -> int:
+    def _code(self, field: str, value: str | None) -> int:
+        """The code of `value` in `field`'s vocabulary (made on first use)."""
         if value is None:
             return 0
-        code = self._codes.get(value)
+        name = _VOCABULARY[field]
+        codes = self._codes[name]
+        code = codes.get(value)
         if code is None:
-            code = self._codes[value] = len(self._vocab)
-            self._vocab.append(value)
-            if code == 1 << 16:  # past two bytes: the columns take four from now on
-                self._coded = {field: array("I", column) for field, column in self._coded.items()}
+            vocab = self._vocab[name]
+            code = codes[value] = len(vocab)
+            vocab.append(value)
+            if code in (1 << 8, 1 << 16):  # past one byte, then two: the vocabulary's columns widen
+                wider = "H" if code == 1 << 8 else "I"
+                for other, used in _VOCABULARY.items():
+                    if used == name:
+                        self._coded[other] = array(wider, self._coded[other])
         return code
 
     def _value(self, field: str, row: int):
-        return self._vocab[self._coded[field][row]]
+        return self._vocab[_VOCABULARY[field]][self._coded[field][row]]
 
     # -------------------------------------------------------- reasons
     def _count(self, row: int) -> int:
@@ -284,10 +296,11 @@ class Decisions(Mapping):
 
 def _coded_property(field: str) -> property:
     def get(self):
-        return self._table._vocab[self._table._coded[field][self._row]]
+        return self._table._value(field, self._row)
 
     def put(self, value):
-        self._table._coded[field][self._row] = self._table._code(value)
+        code = self._table._code(field, value)  # first: a new code may widen the column
+        self._table._coded[field][self._row] = code
 
     return property(get, put, doc=f"The record's {field} (None when unset).")
 
