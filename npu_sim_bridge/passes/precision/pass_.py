@@ -11,7 +11,7 @@ from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.precision import casts, marks, ports, rounding
 from npu_sim_bridge.passes.precision import functions as fn
-from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of
+from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of, share_alike
 from npu_sim_bridge.passes.precision.lists import build_lists
 from npu_sim_bridge.passes.results import NpuPortDtypes, Placement
 from npu_sim_bridge.report.decisions import InsertedText
@@ -69,6 +69,7 @@ class PrecisionPass(GraphPass):
         rewriter = None
         round_kernel = rewrite and rounding.uses_kernel(ctx, mode)
         if rewrite:
+            share_alike(plans)  # the report has each node's reasons: the rewrite reads what is alike
             rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
             rewriter.apply()
             rewriter.check_types()
