@@ -14,7 +14,6 @@ An open `EditJournal` records what the mutators do (a later pass asks what an ea
 
 from __future__ import annotations
 
-import sys
 from array import array
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -45,7 +44,7 @@ class AddedNodes:
 
     def __init__(self, view: "GraphView"):
         self._view = view
-        self.mark = len(view._ops)  # the first place a node added from now on takes (`compact` moves it)
+        self.mark = view.place_count()  # the first place a node added from now on takes (`compact` moves it)
 
     def __contains__(self, name: object) -> bool:
         at = self._view._at.get(name)
@@ -56,7 +55,7 @@ class AddedNodes:
         return (name for name, at in self._view._at.items() if at >= mark)
 
     def __bool__(self) -> bool:
-        return len(self._view._ops) > self.mark
+        return self._view.place_count() > self.mark
 
 
 class EditJournal:
@@ -127,8 +126,9 @@ class GraphView:
         self._touched = bytearray()
         self._touched_any = False
         self._journal: EditJournal | None = None
-        self._edits = 0  # mutations so far: a remembered topological order holds while this stays
-        self._order_memo: tuple[int, list[str]] | None = None
+        # A topological order of the graph as it is (see `remember_order`): every mutator forgets it, so
+        # that a stale one is not kept (it was a thirtieth of a rewrite's peak memory).
+        self._order_memo: list[str] | None = None
         self.hubs: list[control_hubs.Hub] = []
         if table is not None:
             self._index(table.names, table.take_inputs(), list(table.ops), gather_control_inputs,
@@ -199,11 +199,11 @@ class GraphView:
         Cheap: the inputs are kept as Python strings, so validation and ordering need not read
         the protobuf back.
         """
-        ops, at, inputs, records = self._ops, self._at, self._inputs, []
+        codes, ops, at, inputs, records = self._op_codes, self._op_names, self._at, self._inputs, []
         for name in self.names():
             place = at[name]
             held = inputs[place]
-            records.append((name, ops[place], (held,) if held.__class__ is str else held))
+            records.append((name, ops[codes[place]], (held,) if held.__class__ is str else held))
         return records
 
     def consumer_index(self) -> "ConsumerIndex":
@@ -238,7 +238,7 @@ class GraphView:
     def op(self, name: str) -> str:
         """A node's op, from the index (no protobuf read); change it with `set_op`."""
         try:
-            return self._ops[self._at[name]]
+            return self._op_names[self._op_codes[self._at[name]]]
         except KeyError:
             raise KeyError(f"no node named {name!r} in the graph") from None
 
@@ -287,7 +287,7 @@ class GraphView:
 
     def place_count(self) -> int:
         """How many places the view holds until `compact()`: live nodes, and the removed ones' places."""
-        return len(self._ops)
+        return len(self._op_codes)
 
     def unique_name(self, base: str) -> str:
         """`base` if unused, else `base_1`, `base_2`, ... (deterministic)."""
@@ -323,22 +323,22 @@ class GraphView:
         at = self._at
         if len(order) != len(at):
             raise ValueError(f"positions for {len(order)} of the view's {len(at)} nodes")
-        where = array("q", bytes(8 * len(self._ops)))  # by place
+        where = array("q", bytes(8 * self.place_count()))  # by place
         for index, place in enumerate(map(at.__getitem__, order)):
             where[place] = index
         return Positions(at, where)
 
     def remember_order(self, order: list[str]) -> None:
         """Keep a topological order of the graph as it is now (validation computes one anyway)."""
-        self._order_memo = (self._edits, order)
+        self._order_memo = order
 
     def remembered_order(self, copy: bool = True) -> list[str] | None:
         """A copy of the remembered topological order (the list itself without `copy`, for a caller
         that only reads it), or None when the graph was edited since."""
         memo = self._order_memo
-        if memo is None or memo[0] != self._edits:
+        if memo is None:
             return None
-        return list(memo[1]) if copy else memo[1]
+        return list(memo) if copy else memo
 
     # ---------------------------------------------------------------- journal
     def touch(self, name: str) -> None:
@@ -386,7 +386,7 @@ class GraphView:
         `name` and `inputs`: the node's name and input strings, when the caller holds those str objects
         already; the indexes then share them (protobuf makes a new str at each read, and a pass adding
         thousands of Casts keeps their names and reads their inputs from the graph)."""
-        self._edits += 1
+        self._order_memo = None
         if name is None:
             name = node.name  # one str for every index
         elif name != node.name:
@@ -398,9 +398,9 @@ class GraphView:
             raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
         stored = self._stored.add()
         stored.CopyFrom(node)
-        at = len(self._ops)
-        self._at.append(name)  # at len(self._ops): the index gives out places as the lists grow
-        self._ops.append(sys.intern(stored.op))  # one str per op type (protobuf makes one at each read)
+        at = self.place_count()
+        self._at.append(name)  # at place_count(): the index gives out places as the lists grow
+        self._op_codes.append(self._op_code(stored.op))
         inputs = held_inputs(stored.input if inputs is None else inputs)
         self._inputs.append(inputs)
         self._rank.append(UNRANKED)
@@ -412,7 +412,7 @@ class GraphView:
 
     def remove_node(self, name: str) -> None:
         """Remove a node that no other node reads (rewire its consumers first)."""
-        self._edits += 1
+        self._order_memo = None
         users = self.consumers(name)
         if users:
             raise GraphValidationError(
@@ -429,14 +429,14 @@ class GraphView:
 
     def set_op(self, name: str, op: str) -> None:
         """Give a node another op (the index keeps each node's op: set it here, not on the NodeDef)."""
-        self._edits += 1
+        self._order_memo = None
         at = self._at[name]
         self._stored[at].op = op
-        self._ops[at] = op
+        self._op_codes[at] = self._op_code(op)
         self._touch(at)
 
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
-        self._edits += 1
+        self._order_memo = None
         at = self._at[name]
         node = self._stored[at]
         new = ref if isinstance(ref, str) else format_input(ref)
@@ -452,7 +452,7 @@ class GraphView:
 
     def add_input(self, name: str, ref: TensorRef | str) -> None:
         """Add an input; control inputs go last, data inputs before the first control input."""
-        self._edits += 1
+        self._order_memo = None
         at = self._at[name]
         node = self._stored[at]
         text = ref if isinstance(ref, str) else format_input(ref)
@@ -473,7 +473,7 @@ class GraphView:
         self._touch(at)
 
     def remove_input(self, name: str, index: int) -> None:
-        self._edits += 1
+        self._order_memo = None
         at = self._at[name]
         node = self._stored[at]
         producer = node_name(node.input[index])
@@ -499,7 +499,7 @@ class GraphView:
     def remove_nodes(self, names: Iterable[str]) -> None:
         """Remove several nodes at once; they may read each other, but no other node may read them.
         A dict of names (say from dict.fromkeys) is taken as it is: no copy of a large set of names."""
-        self._edits += 1
+        self._order_memo = None
         gone = names if isinstance(names, dict) else dict.fromkeys(names)
         for name in gone:
             users = edges(self.users_of(name))
@@ -534,7 +534,7 @@ class GraphView:
         for run in range(len(starts) - 1, -1, -1):
             start, end = int(starts[run]), int(ends[run])
             del self._graph_def.node[start:end]
-            del self._ops[start:end]
+            del self._op_codes[start:end]
             del self._inputs[start:end]
             del self._rank[start:end]
             del self._users[start:end]
@@ -562,7 +562,13 @@ class GraphView:
         # name -> the node's place in the GraphDef, live nodes in GraphDef order (`compact` renumbers):
         # no protobuf wrapper is kept per node (one each was a third of the view's memory).
         self._at = new_index(names)
-        self._ops = ops  # by place, as `_at` gives it: the op of every NodeDef the GraphDef holds
+        # By place, as `_at` gives it, the op of every NodeDef the GraphDef holds: a code into `_op_names`,
+        # two bytes (a list of str references was a twentieth of a rewrite's peak memory).
+        self._op_names: list[str] = []
+        self._op_code_of: dict[str, int] = {}
+        codes = list(map(self._op_code, ops))
+        self._op_codes = array("H" if len(self._op_names) <= 1 << 16 else "I", codes)
+        del codes
         self._inputs: list[str | tuple[str, ...]] = inputs  # by place too (see held_inputs): no dict of its own
         self._rank = array("d", [UNRANKED]) * len(names)  # by place: validation's ranks (see `ranks`)
         self._hub_before: dict[str, int] = {}  # hub -> the place of the node it stands before (see `names`)
@@ -575,7 +581,7 @@ class GraphView:
         # The consumer index: by place, the names of the nodes that read the node there (None for none,
         # else as `edges` reads them), and the names read but not in the graph in a dict of their own. A
         # dict of every producer was the largest index of a graph that gains many Casts.
-        self._users: list = [None] * len(self._ops)
+        self._users: list = [None] * len(self._op_codes)
         self._dangling: dict[str, str | list[str]] = {}
         given = None
         if hubs:  # the hubs take most control edges away (ResNet-50: 78k of 92k): index what is left
@@ -619,11 +625,21 @@ class GraphView:
             stored = self._stored.add()
             stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
             self._at.append(hub.name)
-            self._ops.append(stored.op)
+            self._op_codes.append(self._op_code(stored.op))
             self._inputs.append(held_inputs(hub.inputs))
             self._rank.append(UNRANKED)
             self._users.append(None)
         self.hubs = hubs
+
+    def _op_code(self, op: str) -> int:
+        """The code of op type `op` in `_op_names` (made on first use)."""
+        code = self._op_code_of.get(op)
+        if code is None:
+            code = self._op_code_of[op] = len(self._op_names)
+            self._op_names.append(op)
+            if code == 1 << 16 and getattr(self, "_op_codes", None) is not None:  # past two bytes: four
+                self._op_codes = array("I", self._op_codes)
+        return code
 
     def users_of(self, producer: str) -> "str | list[str] | tuple":
         """The consumer index's value for `producer` (see `edges`), () for none; a name no node has
