@@ -588,3 +588,20 @@ def test_validation_ranks_a_new_node_that_reads_one_added_after_it():
     view.add_node(node_def_pb2.NodeDef(name="q", op="Identity", input=["p"]))
     with pytest.raises(GraphValidationError, match="cycle"):
         validate_graph(view)
+
+
+def test_the_view_reads_every_op_past_two_bytes_of_codes():
+    """Ops are two-byte codes while a graph has up to 65,536 op types; the one past that, whether it
+    comes with the graph, an added node or set_op, widens them without losing an op."""
+    graph_def = graph_pb2.GraphDef()
+    for index in range((1 << 16) - 1):
+        graph_def.node.add(name=f"n{index}", op=f"Op{index}")
+    view = GraphView(graph_def)
+    view.add_node(node_def_pb2.NodeDef(name="a", op="NewA"))  # the last two-byte code
+    view.add_node(node_def_pb2.NodeDef(name="b", op="NewB"))  # the first past it
+    view.set_op("n1", "NewC")
+    assert [view.op(name) for name in ("n0", "n1", "n2", f"n{(1 << 16) - 2}", "a", "b")] == [
+        "Op0", "NewC", "Op2", f"Op{(1 << 16) - 2}", "NewA", "NewB"]
+    graph_def.node.add(name="c", op="NewD")
+    wide = GraphView(graph_def)  # past two bytes as it is built
+    assert wide.op("c") == "NewD" and wide.op("n7") == "Op7" and wide.op("b") == "NewB"

@@ -400,7 +400,8 @@ class GraphView:
         stored.CopyFrom(node)
         at = self.place_count()
         self._at.append(name)  # at place_count(): the index gives out places as the lists grow
-        self._op_codes.append(self._op_code(stored.op))
+        code = self._op_code(stored.op)  # first: a new code may widen the array
+        self._op_codes.append(code)
         inputs = held_inputs(stored.input if inputs is None else inputs)
         self._inputs.append(inputs)
         self._rank.append(UNRANKED)
@@ -432,7 +433,8 @@ class GraphView:
         self._order_memo = None
         at = self._at[name]
         self._stored[at].op = op
-        self._op_codes[at] = self._op_code(op)
+        code = self._op_code(op)  # first: a new code may widen the array
+        self._op_codes[at] = code
         self._touch(at)
 
     def set_input(self, name: str, index: int, ref: TensorRef | str) -> None:
@@ -566,8 +568,9 @@ class GraphView:
         # two bytes (a list of str references was a twentieth of a rewrite's peak memory).
         self._op_names: list[str] = []
         self._op_code_of: dict[str, int] = {}
-        codes = list(map(self._op_code, ops))
-        self._op_codes = array("H" if len(self._op_names) <= 1 << 16 else "I", codes)
+        self._op_codes = array("H")
+        codes = list(map(self._op_code, ops))  # (past 65,536 op types the array is made wider)
+        self._op_codes = array(self._op_codes.typecode, codes)
         del codes
         self._inputs: list[str | tuple[str, ...]] = inputs  # by place too (see held_inputs): no dict of its own
         self._rank = array("d", [UNRANKED]) * len(names)  # by place: validation's ranks (see `ranks`)
@@ -625,7 +628,8 @@ class GraphView:
             stored = self._stored.add()
             stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
             self._at.append(hub.name)
-            self._op_codes.append(self._op_code(stored.op))
+            code = self._op_code(stored.op)  # first: a new code may widen the array
+            self._op_codes.append(code)
             self._inputs.append(held_inputs(hub.inputs))
             self._rank.append(UNRANKED)
             self._users.append(None)
@@ -637,7 +641,7 @@ class GraphView:
         if code is None:
             code = self._op_code_of[op] = len(self._op_names)
             self._op_names.append(op)
-            if code == 1 << 16 and getattr(self, "_op_codes", None) is not None:  # past two bytes: four
+            if code == 1 << 16:  # past two bytes: four
                 self._op_codes = array("I", self._op_codes)
         return code
 
