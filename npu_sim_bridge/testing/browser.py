@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
 import time
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 WINDOW = (1600, 1000)
+# A page of 10k nodes draws in a few seconds; headless Chromium now and then hangs at start or at the capture
+# and never exits. Such a run is killed, with every process it started, and tried afresh with a new profile.
+TRY_SECONDS = 60
+TRIES = 3
 
 
 def find_chromium() -> str | None:
@@ -23,32 +29,51 @@ def find_chromium() -> str | None:
     return None
 
 
-def _command(chromium: str, url: str, *flags: str) -> list[str]:
+def _command(chromium: str, url: str, profile: str, *flags: str) -> list[str]:
     width, height = WINDOW
     # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start. The virtual time budget lets
     # the page's requestAnimationFrame drawing finish before the capture.
     return [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--mute-audio",
             "--no-first-run", "--run-all-compositor-stages-before-draw", "--virtual-time-budget=15000",
-            f"--window-size={width},{height}", *flags, url]
+            f"--user-data-dir={profile}", f"--window-size={width},{height}", *flags, url]
 
 
-def screenshot(chromium: str, html_path: str, png_path: str, fragment: str = "", timeout: float = 120) -> float:
-    """Capture the page as Chromium shows it at WINDOW; returns the seconds Chromium took."""
-    started = time.perf_counter()
+def _run(chromium: str, url: str, flag: str, timeout: float, tries: int) -> subprocess.CompletedProcess:
+    """Run Chromium on url with flag; a run past `timeout` seconds is killed and tried again, up to `tries`."""
+    hung = []
+    for _ in range(tries):
+        with tempfile.TemporaryDirectory(prefix="npu_sim_chromium_") as profile:
+            process = subprocess.Popen(_command(chromium, url, profile, flag), stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
+            try:
+                stdout, stderr = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)  # its renderer and GPU processes too
+                _, stderr = process.communicate()
+                hung.append(stderr[-1000:])
+                continue
+            return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    raise RuntimeError(f"{chromium} hung on {url} {tries} times ({timeout:.0f} s each); check that it starts "
+                       f"headless on this machine. Its last words: {hung[-1]}")
+
+
+def screenshot(chromium: str, html_path: str, png_path: str, fragment: str = "", timeout: float = TRY_SECONDS,
+               tries: int = TRIES) -> float:
+    """Capture the page as Chromium shows it at WINDOW; returns the seconds the capture that worked took."""
     url = "file://" + os.path.abspath(html_path) + fragment
-    completed = subprocess.run(_command(chromium, url, f"--screenshot={png_path}"), capture_output=True,
-                               text=True, timeout=timeout, check=False)
+    started = time.perf_counter()
+    completed = _run(chromium, url, f"--screenshot={png_path}", timeout, tries)
     if completed.returncode != 0 or not os.path.exists(png_path):
         raise RuntimeError(f"{chromium} could not capture {html_path} (exit {completed.returncode}): "
                            f"{completed.stderr[-2000:]}")
     return time.perf_counter() - started
 
 
-def dump_dom(chromium: str, html_path: str, fragment: str = "", timeout: float = 120) -> str:
+def dump_dom(chromium: str, html_path: str, fragment: str = "", timeout: float = TRY_SECONDS,
+             tries: int = TRIES) -> str:
     """The page's DOM after its scripts ran (the picture records its first-draw time in data-render-ms)."""
     url = "file://" + os.path.abspath(html_path) + fragment
-    completed = subprocess.run(_command(chromium, url, "--dump-dom"), capture_output=True, text=True,
-                               timeout=timeout, check=False)
+    completed = _run(chromium, url, "--dump-dom", timeout, tries)
     if completed.returncode != 0:
         raise RuntimeError(f"{chromium} could not load {html_path}: {completed.stderr[-2000:]}")
     return completed.stdout
