@@ -121,7 +121,7 @@ def test_launch_prefixes_each_line_with_its_rank(trained):
 
 
 def test_a_raising_rank_ends_the_launch_with_its_error():
-    result = npu_sim("launch", "--nproc", "2", os.path.join(SCRIPTS, "raise_on_rank1.py"), timeout=60)
+    result = npu_sim("launch", "--nproc", "2", os.path.join(SCRIPTS, "raise_on_rank1.py"), timeout=300)
     assert result.returncode == 1
     assert "[rank 1] ValueError: rank 1 fails on purpose after its first step" in result.stderr
     assert "npu-sim launch: rank 1 failed with exit status 1; stopping the other ranks (0)" in result.stderr
