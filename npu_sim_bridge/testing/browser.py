@@ -59,7 +59,7 @@ def _run(chromium: str, url: str, flag: str, timeout: float, tries: int) -> subp
 
 def screenshot(chromium: str, html_path: str, png_path: str, fragment: str = "", timeout: float = TRY_SECONDS,
                tries: int = TRIES) -> float:
-    """Capture the page as Chromium shows it at WINDOW; returns the seconds the capture that worked took."""
+    """Capture the page as Chromium shows it at WINDOW; returns the seconds it took, any retried hang included."""
     url = "file://" + os.path.abspath(html_path) + fragment
     started = time.perf_counter()
     completed = _run(chromium, url, f"--screenshot={png_path}", timeout, tries)
