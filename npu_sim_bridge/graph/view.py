@@ -398,15 +398,9 @@ class GraphView:
             raise GraphValidationError(f"cannot add node {name!r}: the name is taken")
         stored = self._stored.add()
         stored.CopyFrom(node)
-        at = self.place_count()
-        self._at.append(name)  # at place_count(): the index gives out places as the lists grow
-        code = self._op_code(stored.op)  # first: a new code may widen the array
-        self._op_codes.append(code)
         inputs = held_inputs(stored.input if inputs is None else inputs)
-        self._inputs.append(inputs)
-        self._rank.append(UNRANKED)
-        self._users.append(self._dangling.pop(name, None) if self._dangling else None)  # read before it came
-        self._touch(at)
+        users = self._dangling.pop(name, None) if self._dangling else None  # read before it came
+        self._touch(self._append_place(name, stored.op, inputs, users))
         for text in edges(inputs):
             self._link(node_name(text), name)
         return stored
@@ -627,13 +621,19 @@ class GraphView:
                 self._inputs[at] = held_inputs(texts)
             stored = self._stored.add()
             stored.CopyFrom(hub.node(self.node(hub.readers[0]).device))
-            self._at.append(hub.name)
-            code = self._op_code(stored.op)  # first: a new code may widen the array
-            self._op_codes.append(code)
-            self._inputs.append(held_inputs(hub.inputs))
-            self._rank.append(UNRANKED)
-            self._users.append(None)
+            self._append_place(hub.name, stored.op, held_inputs(hub.inputs), None)
         self.hubs = hubs
+
+    def _append_place(self, name: str, op: str, inputs: "str | tuple[str, ...]", users) -> int:
+        """Index a NodeDef just appended to the GraphDef, unranked; returns its place."""
+        at = self.place_count()
+        self._at.append(name)  # at place_count(): the index gives out places as the lists grow
+        code = self._op_code(op)  # first: a new code may widen the array
+        self._op_codes.append(code)
+        self._inputs.append(inputs)
+        self._rank.append(UNRANKED)
+        self._users.append(users)
+        return at
 
     def _op_code(self, op: str) -> int:
         """The code of op type `op` in `_op_names` (made on first use)."""
