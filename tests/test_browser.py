@@ -73,6 +73,20 @@ def test_a_browser_that_always_hangs_is_an_error_that_says_so(tmp_path):
         browser.dump_dom(chromium, str(tmp_path / "page.html"), timeout=1, tries=2)
 
 
+def test_a_process_that_left_the_group_does_not_hold_the_helper(tmp_path, monkeypatch):
+    # The browser's child starts a session of its own, so the group kill misses it, and keeps stderr open.
+    script = tmp_path / "chromium"
+    script.write_text("#!/bin/sh\nsetsid sleep 600 &\necho $! > \"%s\"\nwait\n" % (tmp_path / "child"))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "page.html").write_text("<html></html>")
+    monkeypatch.setattr(browser, "READ_AFTER_KILL_SECONDS", 1)
+    try:
+        with pytest.raises(RuntimeError, match=r"hung .* 1 times .*its output stayed open after the kill"):
+            browser.dump_dom(str(script), str(tmp_path / "page.html"), timeout=1, tries=1)
+    finally:
+        os.kill(int((tmp_path / "child").read_text()), 9)
+
+
 def test_the_dom_comes_back_from_a_run_that_finishes(tmp_path):
     chromium, _ = fake_browser(tmp_path, hang_runs=0)
     (tmp_path / "page.html").write_text("<html></html>")

@@ -15,6 +15,7 @@ WINDOW = (1600, 1000)
 # and never exits. Such a run is killed, with every process it started, and tried afresh with a new profile.
 TRY_SECONDS = 60
 TRIES = 3
+READ_AFTER_KILL_SECONDS = 10
 
 
 def find_chromium() -> str | None:
@@ -49,12 +50,22 @@ def _run(chromium: str, url: str, flag: str, timeout: float, tries: int) -> subp
                 stdout, stderr = process.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)  # its renderer and GPU processes too
-                _, stderr = process.communicate()
-                hung.append(stderr[-1000:])
+                hung.append(_last_words(process))
                 continue
             return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     raise RuntimeError(f"{chromium} hung on {url} {tries} times ({timeout:.0f} s each); check that it starts "
                        f"headless on this machine. Its last words: {hung[-1]}")
+
+
+def _last_words(process: subprocess.Popen) -> str:
+    """The end of a killed browser's stderr, not waited for past READ_AFTER_KILL_SECONDS (a process
+    that left its group could hold the pipe open)."""
+    try:
+        return process.communicate(timeout=READ_AFTER_KILL_SECONDS)[1][-1000:]
+    except subprocess.TimeoutExpired:
+        process.stdout.close()
+        process.stderr.close()
+        return "(its output stayed open after the kill)"
 
 
 def screenshot(chromium: str, html_path: str, png_path: str, fragment: str = "", timeout: float = TRY_SECONDS,
