@@ -118,3 +118,8 @@ experimental_options = {
 _enter_tf1_graph_mode()
 _enable_from_environment()
 _route_sessions()  # with RANK_SIZE > 1: every Session runs on this rank's TensorFlow server (runtime/hccl)
+
+# The real npu_init has no __all__: its star import gives every public name, modules included (`tf`,
+# `util`, `npu_ops`, `hccl_ops`, `os`, ...). Said here, so that the alias's rule for the other npu_bridge
+# modules (runtime/star_exports.py: no imported modules) leaves npu_init's star import as it is.
+__all__ = sorted(name for name in globals() if not name.startswith("_"))

@@ -24,6 +24,7 @@ TF1 graph mode (see `graph_mode.py`).
   util.py         npu_bridge.estimator.npu.util
   dump_config.py  DumpConfig;  config_parts.py  ProfilingConfig, MemoryConfig, ... for NPURunConfig
   alias.py        the opt-in `npu_bridge` import alias (its MODULES table); npu-sim run is cli/run.py
+  star_exports.py what a star import of each aliased module gives (its real names, never `tf`)
   graph_mode.py   TF1 graph mode, entered by npu_init and by the alias
 TensorFlow 1.15's API for the script's own `import tensorflow` is the package npu_sim_bridge.tf1compat.
 """

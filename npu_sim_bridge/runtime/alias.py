@@ -6,8 +6,10 @@ unmodified scripts import the simulation. It never hides a real npu_bridge: when
 can import `npu_bridge`, install_alias raises NpuBridgeAliasError unless called with shadow=True.
 A simulated module is the npu_sim_bridge module itself (`npu_bridge.npu_init is
 npu_sim_bridge.npu_init`), so classes are the same objects on both names; a real module whose
-names live in several npu_sim_bridge modules becomes a module holding all of them. Importing a
-part of npu_bridge the simulation lacks raises ModuleNotFoundError naming what it has. Any
+names live in several npu_sim_bridge modules becomes a module holding all of them. Each gets the
+`__all__` of star_exports.py on first import: the real module's names, never `tf` or another imported
+module (npu_init keeps its own, which gives the TF 1.15 `tf`). Importing a part of npu_bridge the
+simulation lacks raises ModuleNotFoundError naming what it has. Any
 `npu_bridge` import also turns TF1 graph mode on (graph_mode.py), as npu_bridge ran on TF 1.15,
 and with RANK_SIZE > 1 any `npu_bridge` or `hccl` import routes Sessions to the rank's server
 (runtime/hccl/cluster.py).
@@ -20,6 +22,7 @@ import sys
 import types
 
 from npu_sim_bridge.errors import NpuSimError
+from npu_sim_bridge.runtime.star_exports import set_star_names
 
 _RUNTIME = "npu_sim_bridge.runtime."
 
@@ -96,12 +99,14 @@ class _AliasLoader(importlib.abc.Loader):
         if len(sources) == 1:
             # The import system returns whatever sys.modules holds after exec_module: the module itself.
             sys.modules[name] = sources[0]
+            set_star_names(name, sources[0])
             return
         module.__doc__ = f"{name}, simulated by npu_sim_bridge: names from {', '.join(MODULES[name])}."
         for source in sources:
             for attr, value in vars(source).items():
                 if not attr.startswith("_") and not isinstance(value, types.ModuleType):
                     setattr(module, attr, value)
+        set_star_names(name, module)
 
 
 class NpuBridgeAliasFinder(importlib.abc.MetaPathFinder):
