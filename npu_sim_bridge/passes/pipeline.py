@@ -179,6 +179,7 @@ def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> Pi
             dumper.stage(graph_dump.stage_name(graph_pass.name), ctx.view.to_graph_def())
     for graph_pass in ran:
         graph_pass.finish(ctx)
+    _lay_out_for_cpu(ctx, dumper)
 
     _place_new_nodes(view, report)
     _stamp_seen(view, bodies=not item.is_function)
@@ -195,7 +196,18 @@ def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> Pi
     return PipelineResult(result_graph, report)
 
 
-def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:
+def _lay_out_for_cpu(ctx: PassContext, dumper) -> None:
+    """Run the CPU layout after every selected pass, whatever `sim_passes` says: it is no NPU decision but
+    what lets the channels-first ops they decided run on the CPU (passes/layout). A graph it leaves as
+    it is gets no pass record."""
+    from npu_sim_bridge.passes.layout import CpuLayoutPass
+
+    _run_one(CpuLayoutPass(), ctx, record_unchanged=False)
+    if dumper and ctx.report.passes and ctx.report.passes[-1].name == CpuLayoutPass.name:
+        dumper.stage(graph_dump.stage_name(CpuLayoutPass.name), ctx.view.to_graph_def())
+
+
+def _run_one(graph_pass: GraphPass, ctx: PassContext, record_unchanged: bool = True) -> None:
     started = time.perf_counter()
     try:
         result = graph_pass.run(ctx)
@@ -213,6 +225,8 @@ def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:
                            allow_external=_external_names(ctx.item))
         except GraphValidationError as err:
             raise PassError(graph_pass.name, f"left an invalid graph: {err}") from err
+    if not (result.changed or record_unchanged):
+        return
     ctx.report.passes.append(PassRecord(
         name=graph_pass.name, changed=result.changed,
         seconds=round(time.perf_counter() - started, 6), stats=dict(result.stats)))

@@ -3,7 +3,8 @@
 Passes build `Reason`s and hand them to the report; code that needs to know why (the full-sink
 warning, a cond region naming the op that kept it on the host) reads the code and the details,
 never the text. `Reason.text()` renders a sentence from the code's template; a reason that wraps
-another (`cause`) renders it inline. Codes of placement decisions start with "host.".
+another (`cause`) renders it inline. Codes of placement decisions start with "host."; those of the
+CPU layout ("layout.") say which ops run in another layout on the CPU than on the NPU, and why.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ _TEMPLATES: dict[str, str] = {
     "host.geop_stub": "keeps the name of a fetched or preserved node that runs in {geop}",
     "host.outside_geops": "outside the GeOps made by an earlier NpuOptimizer run",
     "host.by_placement": "decided by the placement pass",
+    "layout.cpu": "laid out for the CPU: TensorFlow's CPU kernel of {op} takes {target} only, so on {device} it runs "
+                  "in {target} between Transposes (on the NPU it stays {source})",
+    "layout.inserted": "inserted by layout: {what} of {source}, for its {target} kernel on the CPU",
 }
 
 

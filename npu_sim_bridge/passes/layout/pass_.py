@@ -1,0 +1,186 @@
+"""The CPU layout: channels-first ops placed on the CPU run channels-last there, in the graph and its functions.
+
+The NPU prefers NCHW, so migrated scripts build NCHW and NCDHW graphs; TensorFlow's CPU kernels of the
+convolutions and pools take NHWC/NDHWC only (ops.py lists them and what was measured). The pipeline runs
+this pass after every other, whatever `sim_passes` selects: fusion, placement, precision and partition
+decide on the graph as the script built it (as on the NPU, where the ops stay NCHW), and only then is
+each such op placed on a CPU device laid out (rewrite.py) wherever it ended: in the graph, or in a
+function body of its library (the GeOp bodies the partition pass made, a while loop's body, ...).
+
+Which device: the node's own (Grappler hands a Session's graph placed, and the GeOp bodies keep their
+members' devices); a body node without one runs where the nodes calling its function run. Nodes on a
+GPU are left as they are (TensorFlow has NCHW GPU kernels), and so is a graph nobody placed (an offline
+rewrite: where it will run is not known, and the graph it gives is the NPU's).
+
+Grappler's own CPU layout conversion (`rewrite_options.cpu_layout_conversion = NCHW_TO_NHWC`) cannot do
+this: it runs before NpuOptimizer (whose decisions would then be about a transposed graph the NPU never
+sees), it skips nodes without a device and so every function body, and it leaves fetched nodes alone.
+"""
+
+from __future__ import annotations
+
+from tensorflow.core.framework import function_pb2
+
+from npu_sim_bridge.graph.names import on_gpu
+from npu_sim_bridge.graph.ports import called_by
+from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
+from npu_sim_bridge.passes.layout.rewrite import LaidOut, lay_out, resolvable
+from npu_sim_bridge.passes.layout.ops import source_format
+from npu_sim_bridge.report.reasons import Reason
+
+
+def on_cpu(device: str) -> bool:
+    """Whether a NodeDef device string places the node on a CPU (its device part is CPU)."""
+    if not device:
+        return False
+    tail = device.rpartition("device:")[2] if "device:" in device else device.rpartition("/")[2]
+    return tail.split(":", 1)[0].upper() == "CPU"
+
+
+class CpuLayoutPass(GraphPass):
+    name = "layout"
+    description = ("channels-first convolutions and pools placed on the CPU run channels-last between "
+                   "Transposes (TensorFlow's CPU kernels take NHWC/NDHWC only)")
+
+    def run(self, ctx: PassContext) -> PassResult:
+        view, report = ctx.view, ctx.report
+        laid: list[LaidOut] = []
+        for name in [node.name for node in view.nodes() if source_format(node) is not None]:
+            node = view.node(name)
+            if on_cpu(node.device) and resolvable(node):
+                done = lay_out(node, ref=lambda producer, _arg: producer, taken=view.__contains__, anchored=True)
+                _apply(view, done)
+                laid.append(done)
+                _record(report, "", done)
+        library = view.graph_def.library.function
+        devices = _call_devices(view, library) if library else {}
+        for function in library:
+            device = devices.get(function.signature.name, "")
+            for done in _lay_out_body(function, device):
+                laid.append(done)
+                _record(report, function.signature.name, done)
+        stats = {"ops_laid_out": len(laid),
+                 "transposes": sum(1 for done in laid for node in done.added if node.op == "Transpose")
+                 + sum(1 for done in laid if done.transposed_back)}
+        return PassResult(bool(laid), stats if laid else {})
+
+
+def _apply(view: GraphView, done: LaidOut) -> None:
+    """Add the new nodes and turn the op, under its name, into its replacement."""
+    for node in done.added:
+        view.add_node(node)
+    new = done.replacement
+    stored = view.node(new.name)
+    if stored.op != new.op:
+        view.set_op(new.name, new.op)
+    for index in reversed(range(len(stored.input))):
+        view.remove_input(new.name, index)
+    for text in new.input:
+        view.add_input(new.name, text)
+    stored.attr.clear()
+    for key, value in new.attr.items():
+        stored.attr[key].CopyFrom(value)
+
+
+def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[LaidOut]:
+    """Lay out the ops of one function body that run on a CPU; readers of a transposed-back op's output
+    (and the function's results) read the Transpose's output arg instead of the op's."""
+    found = [index for index, node in enumerate(function.node_def) if source_format(node) is not None]
+    if not found:
+        return []
+    taken = {node.name for node in function.node_def} | {arg.name for arg in function.signature.input_arg}
+    renamed: dict[str, str] = {}
+    laid = []
+    for index in found:
+        node = function.node_def[index]
+        if not on_cpu(node.device or call_device) or not resolvable(node):
+            continue
+        output_arg = _output_arg(node)
+        done = lay_out(node, ref=lambda producer, arg: f"{producer}:{arg}:0", taken=taken.__contains__,
+                       anchored=False)
+        if not done.replacement.device:
+            for new in done.added:
+                new.device = ""
+        function.node_def[index].CopyFrom(done.replacement)
+        for new in done.added:
+            function.node_def.add().CopyFrom(new)
+            taken.add(new.name)
+        if done.transposed_back:
+            renamed[f"{node.name}:{output_arg}:0"] = f"{node.name}:y:0"
+        laid.append(done)
+    if renamed:
+        for node in function.node_def:
+            for position, text in enumerate(node.input):
+                if text in renamed:
+                    node.input[position] = renamed[text]
+        for key, text in function.ret.items():
+            if text in renamed:
+                function.ret[key] = renamed[text]
+    return laid
+
+
+def _output_arg(node) -> str:
+    from tensorflow.python.framework import op_def_registry
+
+    return op_def_registry.get(node.op).output_arg[0].name
+
+
+def _call_devices(view: GraphView, library) -> dict[str, str]:
+    """{function: the device its callers run on}, from the graph's call nodes, then from calls in bodies
+    (a nested call runs where its own node, or else its caller, runs). A function called from more than
+    one kind of device gets none (its nodes are laid out only where they name a CPU themselves)."""
+    functions = {function.signature.name: function for function in library}
+    kinds: dict[str, set[str]] = {}
+
+    def note(node, where: str) -> list[str]:
+        callees = [name for name in called_by(node, functions) if name in functions]
+        for callee in callees:
+            kinds.setdefault(callee, set()).add(where)
+        return callees
+
+    work = []
+    for node in view.nodes():
+        work.extend(note(node, node.device))
+    seen = set()
+    while work:
+        name = work.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        where = _single(kinds.get(name, set()))
+        for node in functions[name].node_def:
+            work.extend(note(node, node.device or where))
+    return {name: _single(found) for name, found in kinds.items()}
+
+
+def _single(devices: set[str]) -> str:
+    """The device when every caller's names one device kind (CPU, or GPU), else ""."""
+    cpu = {device for device in devices if on_cpu(device)}
+    if cpu and len(cpu) == len(devices):
+        return sorted(cpu)[0]
+    gpu = {device for device in devices if on_gpu(device)}
+    if gpu and len(gpu) == len(devices):
+        return sorted(gpu)[0]
+    return ""
+
+
+def _record(report, function: str, done: LaidOut) -> None:
+    """The laid-out op's reason, and a record for each node the rewrite added."""
+    name = done.replacement.name
+    device = done.replacement.device or (f"the CPU its function {function} runs on" if function else "the CPU")
+    decision = report.nodes.get(name)
+    reason = Reason("layout.cpu", {"op": done.op, "source": done.source, "target": done.target,
+                                   "device": device})
+    if decision is not None:
+        decision.add_reason(reason)
+    for node in done.added:
+        if node.name in report.nodes:
+            continue
+        what = {"Transpose": f"Transpose to {done.target}", "DataFormatVecPermute": f"vector permute to {done.target}",
+                "Const": "permutation"}.get(node.op, f"{done.target} form")
+        report.nodes.add(node.name, node.op, reasons=Reason("layout.inserted", {
+            "what": what, "source": name, "target": done.target}))
+    if done.transposed_back and decision is None:
+        report.nodes.add(name, done.replacement.op, reasons=reason)
+

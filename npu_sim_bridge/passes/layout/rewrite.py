@@ -1,0 +1,153 @@
+"""One channels-first op laid out for the CPU: the NodeDefs that run it channels-last between Transposes.
+
+For an op O in NCHW (NCDHW) the rewrite makes
+    O/npu_sim_layout/perm_in, perm_out   Const int32: the permutations to and from the target layout
+    O/npu_sim_layout/input_<i>           Transpose of each activation input to NHWC (NDHWC), or
+                                         DataFormatVecPermute of each shape/window vector input
+    O/npu_sim_layout/nhwc                O itself in the target layout (attrs permuted), reading those
+and O becomes the Transpose of that node's output back to the source layout, under O's name, so its
+readers, fetches, dumps and report record are unchanged. An op whose output is no activation (a
+filter gradient) keeps its name and is rewritten in place: no Transpose back. In a graph with v1
+control flow the Consts take a control input from the node that feeds O's first activation, so they
+live in O's frame (a Const without inputs lives in the root frame).
+
+The caller says how an input names a node's output (a graph: "name"; a function body:
+"name:output_arg:0") with `ref`, and which names are taken with `taken`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from tensorflow.core.framework import attr_value_pb2, node_def_pb2, types_pb2
+from tensorflow.python.framework import op_def_registry
+
+from npu_sim_bridge.graph.names import node_name
+from npu_sim_bridge.passes.layout.ops import FORMATS, OPS, permuted, permuted_pairs, source_format
+
+SCOPE = "npu_sim_layout"
+
+
+@dataclasses.dataclass
+class LaidOut:
+    """The rewrite of one op: the nodes to add (in an order where each reads only earlier ones or the
+    graph's), O's replacement (same name), and the formats."""
+
+    op: str
+    added: list[node_def_pb2.NodeDef]
+    replacement: node_def_pb2.NodeDef
+    source: str
+    target: str
+    transposed_back: bool
+
+
+def _dtype(node, arg) -> int:
+    """The dtype of one OpDef arg of `node`: fixed, or the type attr's value (None if unresolved)."""
+    if arg.type != types_pb2.DT_INVALID:
+        return arg.type
+    value = node.attr.get(arg.type_attr) if arg.type_attr else None
+    return value.type if value is not None and value.WhichOneof("value") == "type" else None
+
+
+def resolvable(node) -> bool:
+    """Whether the types of every port the rewrite touches are known (not attrs of a parametrized
+    function body)."""
+    op_def = op_def_registry.get(node.op)
+    if op_def is None:
+        return False
+    layout = OPS[node.op]
+    ports = [op_def.input_arg[i] for i in layout.tensors + layout.vectors] + [op_def.output_arg[0]]
+    return all(_dtype(node, arg) is not None for arg in ports)
+
+
+def lay_out(node, ref: Callable[[str, str], str], taken: Callable[[str], bool],
+            anchored: bool) -> LaidOut:
+    """The rewrite of `node` (a NodeDef with source_format(node) set; see the module docstring).
+
+    `ref(name, output_arg)`: how an input names output 0 of node `name` whose first output arg is
+    `output_arg`. `taken(name)`: whether a name is in use. `anchored`: give the Consts a control
+    input from the first activation's producer (graphs; a function body has no frames).
+    """
+    source, target, perm_in, perm_out = FORMATS[source_format(node)]
+    layout = OPS[node.op]
+    op_def = op_def_registry.get(node.op)
+    device = node.device
+    names: set[str] = set()
+
+    def fresh(suffix: str) -> str:
+        base = f"{node.name}/{SCOPE}/{suffix}"
+        name, count = base, 1
+        while taken(name) or name in names:
+            name, count = f"{base}_{count}", count + 1
+        names.add(name)
+        return name
+
+    added: list[node_def_pb2.NodeDef] = []
+    data = [text for text in node.input if not text.startswith("^")]
+    controls = [text for text in node.input if text.startswith("^")]
+    anchor = [f"^{node_name(data[layout.tensors[0]])}"] if anchored else []
+    perm_in_name = _const(added, fresh("perm_in"), perm_in, device, anchor)
+    inputs = list(data)
+    for index in layout.tensors:
+        dtype = _dtype(node, op_def.input_arg[index])
+        added.append(_node(fresh(f"input_{index}"), "Transpose", [data[index], ref(perm_in_name, "output")],
+                           device, T=_type(dtype), Tperm=_type(types_pb2.DT_INT32)))
+        inputs[index] = ref(added[-1].name, "y")
+    for index in layout.vectors:
+        dtype = _dtype(node, op_def.input_arg[index])
+        added.append(_node(fresh(f"input_{index}"), "DataFormatVecPermute", [data[index]], device,
+                           T=_type(dtype), src_format=attr_value_pb2.AttrValue(s=source),
+                           dst_format=attr_value_pb2.AttrValue(s=target)))
+        inputs[index] = ref(added[-1].name, "y")
+
+    running = node_def_pb2.NodeDef()
+    running.CopyFrom(node)
+    del running.input[:]
+    running.input.extend(inputs + controls)
+    running.attr["data_format"].s = target
+    for key in layout.lists:
+        if key in running.attr and len(running.attr[key].list.i) == len(perm_in):
+            values = permuted(list(running.attr[key].list.i), perm_in)
+            running.attr[key].list.ClearField("i")
+            running.attr[key].list.i.extend(values)
+    paddings = running.attr.get("explicit_paddings")
+    if paddings is not None and len(paddings.list.i) == 2 * len(perm_in):
+        values = permuted_pairs(list(paddings.list.i), perm_in)
+        paddings.list.ClearField("i")
+        paddings.list.i.extend(values)
+    if not layout.output:
+        return LaidOut(node.op, added, running, source.decode(), target.decode(), transposed_back=False)
+
+    running.name = fresh("nhwc" if len(perm_in) == 4 else "ndhwc")
+    added.append(running)
+    perm_out_name = _const(added, fresh("perm_out"), perm_out, device, anchor, before=running)
+    output_arg = op_def.output_arg[0].name
+    back = _node(node.name, "Transpose", [ref(running.name, output_arg), ref(perm_out_name, "output")], device,
+                 T=_type(_dtype(node, op_def.output_arg[0])), Tperm=_type(types_pb2.DT_INT32))
+    return LaidOut(node.op, added, back, source.decode(), target.decode(), transposed_back=True)
+
+
+def _type(dtype: int) -> attr_value_pb2.AttrValue:
+    return attr_value_pb2.AttrValue(type=dtype)
+
+
+def _node(name: str, op: str, inputs: list[str], device: str, **attrs) -> node_def_pb2.NodeDef:
+    node = node_def_pb2.NodeDef(name=name, op=op, device=device)
+    node.input.extend(inputs)
+    for key, value in attrs.items():
+        node.attr[key].CopyFrom(value)
+    return node
+
+
+def _const(added: list, name: str, values, device: str, anchor: list[str], before=None) -> str:
+    tensor = attr_value_pb2.AttrValue()
+    tensor.tensor.dtype = types_pb2.DT_INT32
+    tensor.tensor.tensor_shape.dim.add().size = len(values)
+    tensor.tensor.int_val.extend(values)
+    const = _node(name, "Const", anchor, device, dtype=_type(types_pb2.DT_INT32), value=tensor)
+    if before is None:
+        added.append(const)
+    else:
+        added.insert(added.index(before), const)
+    return name
