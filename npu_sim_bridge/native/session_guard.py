@@ -8,6 +8,11 @@ of that config with min_graph_nodes = -1: no graph is too small to be rewritten.
 is not changed. A minimum the user set on purpose is kept; the check after Grappler (in the shim)
 then fails the runs of smaller graphs with a message.
 
+The copy also turns Grappler's CPU layout conversion (`rewrite_options.cpu_layout_conversion`) off:
+it would transpose NCHW ops before NpuOptimizer sees them, and the simulated NPU's decisions would be
+about a graph the NPU never gets. The pipeline lays those ops out for the CPU itself, after its
+decisions and inside the GeOp bodies too, which Grappler's conversion does not reach (passes/layout).
+
 With NPU_SIM_SKIP_NATIVE=1 NpuOptimizer is not registered at all, so such a Session is refused
 with NativeBuildError instead: TensorFlow ignores a custom optimizer name nobody registered and
 would run every graph unrewritten.
@@ -21,6 +26,7 @@ from npu_sim_bridge import session_hooks
 from npu_sim_bridge.errors import NativeBuildError
 
 _NAME = "NpuOptimizer"
+_NO_CONVERSION_ON_CPU = 0  # RewriterConfig.CpuLayout: Grappler's default (no conversion on the CPU)
 
 _refuse = False  # True when the shim is skipped: Sessions naming NpuOptimizer are refused
 
@@ -54,10 +60,19 @@ def check_config(config) -> None:
 
 
 def every_graph_config(config):
-    """`config`, or a copy of it whose min_graph_nodes lets Grappler hand NpuOptimizer graphs of any size."""
-    if not names_npu_optimizer(config) or config.graph_options.rewrite_options.min_graph_nodes != 0:
+    """`config`, or a copy of it whose min_graph_nodes lets Grappler hand NpuOptimizer graphs of any size,
+    and whose Grappler hands them over in the layouts the script built (see the module docstring)."""
+    if not names_npu_optimizer(config):
+        return config
+    rewrite = config.graph_options.rewrite_options
+    too_small = rewrite.min_graph_nodes == 0
+    converted = rewrite.cpu_layout_conversion != _NO_CONVERSION_ON_CPU
+    if not (too_small or converted):
         return config
     copy = type(config)()
     copy.CopyFrom(config)
-    copy.graph_options.rewrite_options.min_graph_nodes = -1
+    if too_small:
+        copy.graph_options.rewrite_options.min_graph_nodes = -1
+    if converted:
+        copy.graph_options.rewrite_options.cpu_layout_conversion = _NO_CONVERSION_ON_CPU
     return copy
