@@ -16,9 +16,18 @@ Update rules of ExponentialUpdateLossScaleManager (those of npu_bridge, from TF 
 The state is three non-trainable global variables, `loss_scale` (float32), `good_steps` and
 `bad_steps` (int32), created at the top level of the graph on first use (one set per graph), so
 checkpoints carry them and restore them.
+
+Names and types scripts fetch, as npu_bridge on TensorFlow 1.15 gives them: `loss_scale:0` is a float32
+tensor (FixedLossScaleManager: a constant by that name; ExponentialUpdateLossScaleManager: a reference
+variable in graph mode, as TF 1.15 created it, so the name is its float value, not a resource handle),
+and `overflow_status_reduce_all:0` is the bool "all gradients finite" of the step, in the name scope
+apply_gradients is called in (`apply_grads/overflow_status_reduce_all:0` under
+`tf.name_scope("apply_grads")`, as BERT-style scripts write it); with is_distributed it is the status
+after the all-reduce over the ranks.
 """
 
 import numbers
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -26,6 +35,8 @@ import tensorflow as tf
 from npu_sim_bridge.runtime.hccl import collectives, groups
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+LOSS_SCALE_NAME = "loss_scale"
+OVERFLOW_STATUS_NAME = "overflow_status_reduce_all"
 
 
 class LossScaleManager:
@@ -58,13 +69,21 @@ class FixedLossScaleManager(LossScaleManager):
         _check_scale("loss_scale", loss_scale)
         self._loss_scale_value = float(loss_scale)
         self._enable_overflow_check = bool(enable_overflow_check)
+        self._scales = weakref.WeakKeyDictionary()  # graph -> its `loss_scale` constant
 
     def get_enable_overflow_check(self):
         """Whether NPULossScaleOptimizer skips steps with non-finite gradients."""
         return self._enable_overflow_check
 
     def get_loss_scale(self):
-        return tf.constant(self._loss_scale_value, dtype=tf.float32, name="loss_scale")
+        """The float32 constant `loss_scale` at the top level of the default graph (one per graph)."""
+        graph = tf.compat.v1.get_default_graph()
+        scale = self._scales.get(graph)
+        if scale is None:
+            with tf.init_scope(), graph.name_scope(None):
+                scale = tf.constant(self._loss_scale_value, dtype=tf.float32, name=LOSS_SCALE_NAME)
+            self._scales[graph] = scale
+        return scale
 
     def update_loss_scale(self, finite_grads):
         del finite_grads
@@ -97,13 +116,16 @@ class ExponentialUpdateLossScaleManager(LossScaleManager):
         state = self._state.get(graph)
         if state is None:
             with tf.init_scope(), graph.name_scope(None):
+                # Reference variables in graph mode, as TensorFlow 1.15 made them: `loss_scale:0` is then
+                # the float32 value scripts fetch by name. (Eager execution has resource variables only.)
+                resource = tf.executing_eagerly()
                 state = (
-                    tf.compat.v1.Variable(self._init_loss_scale, name="loss_scale", dtype=tf.float32,
-                                          trainable=False, use_resource=True),
+                    tf.compat.v1.Variable(self._init_loss_scale, name=LOSS_SCALE_NAME, dtype=tf.float32,
+                                          trainable=False, use_resource=resource),
                     tf.compat.v1.Variable(0, name="good_steps", dtype=tf.int32, trainable=False,
-                                          use_resource=True),
+                                          use_resource=resource),
                     tf.compat.v1.Variable(0, name="bad_steps", dtype=tf.int32, trainable=False,
-                                          use_resource=True),
+                                          use_resource=resource),
                 )
             self._state[graph] = state
         return state
@@ -138,7 +160,7 @@ class ExponentialUpdateLossScaleManager(LossScaleManager):
                 return tf.group(scale_var.assign(new_scale), good_var.assign(new_good), bad_var.assign(new_bad))
 
 
-def all_finite(gradients):
+def all_finite(gradients, name=OVERFLOW_STATUS_NAME):
     """A bool scalar: every element of every gradient (Tensor or IndexedSlices, None skipped) is finite."""
     checks = []
     for gradient in gradients:
@@ -147,8 +169,8 @@ def all_finite(gradients):
         values = gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
         checks.append(tf.reduce_all(tf.math.is_finite(values)))
     if not checks:
-        return tf.constant(True)
-    return tf.reduce_all(tf.stack(checks), name="overflow_status_reduce_all")
+        return tf.constant(True, name=name)
+    return tf.reduce_all(tf.stack(checks), name=name)
 
 
 def finite_on_every_rank(finite):
@@ -212,10 +234,12 @@ class NPULossScaleOptimizer(tf.compat.v1.train.Optimizer):
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """Apply the gradients when all are finite, and update the loss scale manager."""
         grads_and_vars = tuple(grads_and_vars)
-        if self._overflow_check_enabled():
-            finite = all_finite([gradient for gradient, _ in grads_and_vars])
-            if self._is_distributed:
-                finite = finite_on_every_rank(finite)
+        gradients = [gradient for gradient, _ in grads_and_vars]
+        if self._overflow_check_enabled() and self._is_distributed:
+            local = all_finite(gradients, name="local_overflow_status")
+            finite = tf.reduce_all(finite_on_every_rank(local), name=OVERFLOW_STATUS_NAME)
+        elif self._overflow_check_enabled():
+            finite = all_finite(gradients)
         else:
             finite = tf.constant(True)
         self.is_overall_finite = finite
