@@ -6,7 +6,8 @@ registers what only the simulator has (tf.contrib.mixed_precision: contrib.regis
   view.py          the module objects a TF1 script sees: `tensorflow`, tensorflow.python and Keras (TF 1.15 names)
   hook.py          the import hook: the script's own `import tensorflow` gets the view; libraries the real module
   internals.py     TF 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped
-  keras_compat.py  the same for Keras (tensorflow.python.keras, tf.keras), and Model._layers
+  keras_compat.py  the same for Keras (tensorflow.python.keras, tf.keras); keras_attributes.py: TF 1.15's private
+                   Keras attributes (Layer._layers, Conv._convolution_op, ...)
   contrib.py       tf.contrib, module by module; slim.py (tf-slim), contrib_more.py and contrib_misc.py (the
                    smaller modules), contrib_estimator.py (tfprof, estimator), optimizers.py, scipy_optimizer.py,
                    rnn_cells.py, rnn_more.py, seq2seq.py (TF1 Helpers), legacy_seq2seq.py, hparams.py,

@@ -1,8 +1,8 @@
 """TensorFlow 1.15 Keras names and attributes that Keras 2.15 renamed or dropped, for TF1 scripts.
 
 KERAS_TABLE feeds internals.TABLE (module names reached through tensorflow.python.keras or tf.keras);
-add_model_attributes() gives Keras models TensorFlow 1.15's `Model._layers` while `npu-sim run` runs a
-TF1 script.
+add_model_attributes() gives Keras layers and models TensorFlow 1.15's private attributes (`_layers`,
+`_convolution_op`, ...: keras_attributes.py) while `npu-sim run` runs a TF1 script.
 """
 
 import importlib
@@ -84,13 +84,11 @@ KERAS_TABLE = {
 }
 
 
-def _layers(model):
-    """TensorFlow 1.15's Model._layers: the model's direct sublayers, input layers included."""
-    return list(model._flatten_layers(include_self=False, recursive=False))  # pylint: disable=protected-access
-
-
 def add_model_attributes():
-    """Give keras Model TensorFlow 1.15's `_layers` (a read-only property) when Keras 2.15 lacks it."""
-    training = importlib.import_module("keras.src.engine.training")
-    if not hasattr(training.Model, "_layers"):
-        training.Model._layers = property(_layers)  # pylint: disable=protected-access
+    """Give Keras 2.15's classes TensorFlow 1.15's private attributes (Layer/Model._layers, Conv._convolution_op, ...).
+
+    The attributes and why are keras_attributes.py's; this name stays the one hook.py calls.
+    """
+    from npu_sim_bridge.tf1compat.keras_attributes import add_keras_attributes
+
+    add_keras_attributes()
