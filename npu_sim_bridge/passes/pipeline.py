@@ -202,13 +202,29 @@ def _lay_out_for_cpu(ctx: PassContext, dumper) -> None:
     it is gets no pass record."""
     from npu_sim_bridge.passes.layout import CpuLayoutPass
 
-    _run_one(CpuLayoutPass(), ctx, record_unchanged=False)
-    if dumper and ctx.report.passes and ctx.report.passes[-1].name == CpuLayoutPass.name:
+    started = time.perf_counter()
+    result = _run_checked(CpuLayoutPass(), ctx)
+    if not result.changed:
+        return
+    _record_pass(CpuLayoutPass.name, result, ctx, started)
+    if dumper:
         dumper.stage(graph_dump.stage_name(CpuLayoutPass.name), ctx.view.to_graph_def())
 
 
-def _run_one(graph_pass: GraphPass, ctx: PassContext, record_unchanged: bool = True) -> None:
+def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:
     started = time.perf_counter()
+    result = _run_checked(graph_pass, ctx)
+    _record_pass(graph_pass.name, result, ctx, started)
+
+
+def _record_pass(name: str, result, ctx: PassContext, started: float) -> None:
+    ctx.report.passes.append(PassRecord(
+        name=name, changed=result.changed,
+        seconds=round(time.perf_counter() - started, 6), stats=dict(result.stats)))
+
+
+def _run_checked(graph_pass: GraphPass, ctx: PassContext):
+    """Run one pass; its errors and a graph it leaves invalid become PassErrors naming it. Returns its result."""
     try:
         result = graph_pass.run(ctx)
     except PassError:
@@ -225,11 +241,7 @@ def _run_one(graph_pass: GraphPass, ctx: PassContext, record_unchanged: bool = T
                            allow_external=_external_names(ctx.item))
         except GraphValidationError as err:
             raise PassError(graph_pass.name, f"left an invalid graph: {err}") from err
-    if not (result.changed or record_unchanged):
-        return
-    ctx.report.passes.append(PassRecord(
-        name=graph_pass.name, changed=result.changed,
-        seconds=round(time.perf_counter() - started, 6), stats=dict(result.stats)))
+    return result
 
 
 def _report_hubs(report: Report, hubs: list[Hub]) -> None:
