@@ -13,7 +13,8 @@ The fused node takes the name of the last node of the pattern (its consumers and
 as with Grappler's remapper); the others are removed. Graph fusion rules run before UB fusion rules.
 On a GPU, AABiasaddConvFusion does not fire: TensorFlow's GPU _FusedConv2D refuses a bias without an
 activation when the step runs (measured on an H200 with TensorFlow 2.15.1, float32 and float16); the
-_FusedMatMul forms and _FusedConv2D[BiasAdd, Relu] run there.
+_FusedMatMul forms and _FusedConv2D[BiasAdd, Relu] run there. An NCHW convolution fuses too, as on the
+NPU: TensorFlow's CPU _FusedConv2D takes NHWC only, and the CPU layout (passes/layout) runs it so.
 """
 
 from __future__ import annotations
@@ -281,8 +282,6 @@ class AABiasaddConvFusion(FusionRule):
         bias_format = bias_add.attr["data_format"].s if "data_format" in bias_add.attr else b"NHWC"
         if conv_format != bias_format:
             return f"{conv.name} and {bias_add.name} use different data formats"
-        if conv_format == b"NCHW" and not on_gpu(conv.device):
-            return f"{conv.name} has data_format NCHW, which TensorFlow's fused convolution runs on GPUs only"
         if on_gpu(bias_add.device):
             # The kernel is registered, so no kernel lookup shows this; it fails when the step runs.
             return (f"{bias_add.name} is placed on {bias_add.device}, where TensorFlow's _FusedConv2D runs a bias "

@@ -5,7 +5,8 @@ Measured on TensorFlow 2.15.1 (CPU), each op given data_format NCHW / NCDHW: wit
 ("Conv2DCustomBackpropFilterOp only supports NHWC", "Default MaxPoolingOp only supports NHWC on device
 type CPU", ...). With oneDNN on, its kernels take NCHW for the float32 convolutions, MaxPool, AvgPool
 and the 3D pools, but not MaxPoolV2, MaxPoolGradV2, MaxPoolGradGrad, MaxPool3DGrad, MaxPool3DGradGrad,
-nor any float16 op (what sim_fp16_execution=native runs). So every op below is laid out on the CPU,
+nor any float16 op (what sim_fp16_execution=native runs); _FusedConv2D, which the fusion pass makes
+as the NPU fuses, takes NHWC only. So every op below is laid out on the CPU,
 whatever the machine: a graph runs the same kernels everywhere. FusedBatchNorm (all versions, and
 their gradients, 4D and 5D), BiasAdd and BiasAddGrad have NCHW CPU kernels and are left as they are.
 """
@@ -42,6 +43,7 @@ _POOL = ("ksize", "strides")
 
 OPS: dict[str, OpLayout] = {
     "Conv2D": OpLayout((0,), lists=_CONV),
+    "_FusedConv2D": OpLayout((0,), lists=_CONV),  # the fusion pass's Conv2D + BiasAdd (+ Relu); args are 1-D
     "Conv2DBackpropInput": OpLayout((2,), vectors=(0,), lists=_CONV),
     "Conv2DBackpropFilter": OpLayout((0, 2), lists=_CONV, output=False),
     "Conv3D": OpLayout((0,), lists=_CONV),
