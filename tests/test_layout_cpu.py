@@ -1,0 +1,188 @@
+"""The CPU layout in Sessions and offline rewrites: NCHW/NCDHW training runs on the CPU and matches NHWC."""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+
+import npu_sim_bridge
+from npu_sim_bridge.config import from_dict
+from npu_sim_bridge.passes import run_pipeline
+from npu_sim_bridge.passes.layout import on_cpu
+from npu_sim_bridge.passes.layout.rewrite import SCOPE
+from npu_sim_bridge.testing import channels_first
+
+from conftest import npu_config
+
+_v1 = tf.compat.v1
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+STEPS = 3
+
+# Every op type the model and its gradients run channels-first (ops.py), and none else.
+LAID_OUT_OPS = {
+    "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "BiasAdd",  # BiasAdd: the fused conv1 + bias
+    "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
+    "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
+    "MaxPool", "MaxPoolGrad", "MaxPoolV2", "MaxPoolGradV2", "AvgPool", "AvgPoolGrad",
+    "MaxPool3D", "MaxPool3DGrad", "AvgPool3D", "AvgPool3DGrad",
+}
+
+
+def _config(**params):
+    config = npu_config(**params)
+    config.graph_options.rewrite_options.remapping = RewriterConfig.OFF  # as npu_config_proto sets it
+    return config
+
+
+def _train(data_format, config, steps=STEPS):
+    """Losses before each of `steps` updates and after them, the variables after, and the training
+    step's report."""
+    npu_sim_bridge.clear_reports()
+    model = channels_first.cnn(data_format)
+    with _v1.Session(graph=model.graph, config=config) as sess:
+        sess.run(model.init_op)
+        losses = [float(sess.run([model.loss, model.train_op], model.feed(np.random.default_rng(step)))[0])
+                  for step in range(steps + 1)]
+        with model.graph.as_default():
+            variables = {v.op.name: value for v, value in zip(_v1.global_variables(),
+                                                              sess.run(_v1.global_variables()))}
+    reports = [r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph" and not r.rerun]
+    return losses, variables, max(reports, key=lambda r: r.nodes_before)
+
+
+def _laid_out(report):
+    return {name: d for name, d in report.nodes.items() if any(r.code == "layout.cpu" for r in d.reasons)}
+
+
+@pytest.fixture(name="channels_last_run", scope="module")
+def channels_last_run_fixture():
+    return {mix: _train("channels_last", _config(precision_mode="force_fp32", mix_compile_mode=mix))
+            for mix in (False, True)}
+
+
+@pytest.mark.parametrize("mix", [False, True], ids=["full_sink", "mix_compile_mode"])
+def test_channels_first_training_matches_channels_last(channels_last_run, mix):
+    losses, variables, report = _train("channels_first", _config(precision_mode="force_fp32", mix_compile_mode=mix))
+    reference_losses, reference_variables, _ = channels_last_run[mix]
+    assert np.allclose(losses, reference_losses, rtol=0, atol=1e-5), (losses, reference_losses)
+    assert variables.keys() == reference_variables.keys()
+    for name, value in variables.items():
+        assert np.allclose(value, reference_variables[name], rtol=0, atol=1e-5), name
+    assert losses[-1] != losses[0]  # the steps trained
+
+    laid_out = _laid_out(report)
+    assert {d.op for d in laid_out.values()} == LAID_OUT_OPS
+    assert any(d.geop for d in laid_out.values())  # inside a GeOp body
+    for name, decision in laid_out.items():
+        assert "laid out for the CPU" in decision.reason and "on the NPU it stays NC" in decision.reason, name
+    layout_record = next(p for p in report.passes if p.name == "layout")
+    assert layout_record.stats["ops_laid_out"] == len(laid_out)
+    inserted = [d for name, d in report.nodes.items() if f"/{SCOPE}/" in name]
+    assert inserted and all(d.reasons[0].code == "layout.inserted" for d in inserted)
+
+
+def test_channels_last_graph_is_left_alone(channels_last_run):
+    _, _, report = channels_last_run[False]
+    assert not _laid_out(report)
+    assert "layout" not in [p.name for p in report.passes]
+    assert not [name for name in report.nodes if f"/{SCOPE}/" in name]
+
+
+def test_mixed_precision_decisions_are_the_channels_last_ones():
+    """allow_mix_precision: every node of the model is float16 (or not), on the device (or not), in both
+    layouts alike; the CPU layout adds nodes of its own only."""
+    runs = {fmt: _train(fmt, _config(precision_mode="allow_mix_precision"), steps=1)[2]
+            for fmt in channels_first.FORMATS}
+
+    def decisions(report):
+        return {name: (d.placement, d.list, d.dtype_before, d.dtype_after, bool(d.geop))
+                for name, d in report.nodes.items() if f"/{SCOPE}/" not in name}
+
+    first, last = decisions(runs["channels_first"]), decisions(runs["channels_last"])
+    assert first == last
+    assert collections.Counter(v[3] for v in first.values())["float16"] > 20
+
+
+def _offline(graph_def, device, options=None):
+    graph_def = _v1.GraphDef.FromString(graph_def.SerializeToString())
+    for node in graph_def.node:
+        node.device = device
+    return run_pipeline(graph_def, from_dict(options or {"precision_mode": "allow_mix_precision"}),
+                        remember=False)
+
+
+def test_layout_leaves_every_npu_decision_as_it_was():
+    """The same NCHW graph placed on the CPU (laid out) and unplaced (an offline rewrite, left NCHW):
+    the decisions of every node of the graph are the same."""
+    graph_def = channels_first.cnn("channels_first").graph_def()
+    placed, unplaced = _offline(graph_def, CPU), _offline(graph_def, "")
+    assert _laid_out(placed.report) and not _laid_out(unplaced.report)
+    assert not [n for n in unplaced.graph_def.node if f"/{SCOPE}/" in n.name]
+    fields = ("op", "list", "dtype_before", "dtype_after", "placement")
+
+    def decided(decision):  # GeOp names count the process's graphs: whether it is in one
+        return [getattr(decision, f) for f in fields] + [bool(decision.geop)]
+
+    for name, decision in unplaced.report.nodes.items():
+        assert decided(placed.report.nodes[name]) == decided(decision), name
+
+
+def _formats(graph_def):
+    """{(op, data_format)} of every layout-carrying node in the graph and in its functions."""
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    return {(n.op, n.attr["data_format"].s.decode()) for n in nodes if "data_format" in n.attr and
+            n.op not in ("FusedBatchNormV3", "FusedBatchNormGradV3", "BiasAdd", "BiasAddGrad")}
+
+
+def test_offline_rewrite_lays_out_cpu_nodes_only_and_inside_geop_bodies():
+    graph_def = channels_first.cnn("channels_first").graph_def()
+    placed = _offline(graph_def, CPU, {"mix_compile_mode": True})
+    assert placed.graph_def.library.function  # the GeOp bodies
+    assert {fmt for _, fmt in _formats(placed.graph_def)} == {"NHWC", "NDHWC"}
+    assert all(on_cpu(n.device) for n in placed.graph_def.node)
+    on_gpu = _offline(graph_def, "/job:localhost/replica:0/task:0/device:GPU:0", {"mix_compile_mode": True})
+    assert {fmt for _, fmt in _formats(on_gpu.graph_def)} == {"NCHW", "NCDHW"}
+    assert not _laid_out(on_gpu.report)
+
+
+def _second_order_graph(data_format):
+    """MaxPool/MaxPool3D, their gradients and the gradients' gradients (MaxPoolGradGrad)."""
+    first = data_format == "channels_first"
+    graph = tf.Graph()
+    with graph.as_default():
+        x = _v1.placeholder(tf.float32, [2, 3, 8, 8] if first else [2, 8, 8, 3])
+        v = _v1.placeholder(tf.float32, [2, 3, 4, 8, 8] if first else [2, 4, 8, 8, 3])
+        y = tf.nn.max_pool2d(x, 2, 2, "SAME", data_format="NCHW" if first else "NHWC")
+        z = tf.nn.max_pool3d(v, 2, 2, "SAME", data_format="NCDHW" if first else "NDHWC")
+        wy = _v1.get_variable("wy", y.shape, initializer=_v1.ones_initializer())
+        wz = _v1.get_variable("wz", z.shape, initializer=_v1.ones_initializer())
+        gx, gv = tf.gradients(tf.reduce_sum(y * wy) + tf.reduce_sum(z * wz), [x, v])
+        loss = tf.reduce_mean(gx * gx * x) + tf.reduce_mean(gv * gv * v)
+        train = _v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init = _v1.global_variables_initializer()
+    return graph, x, v, loss, train, init, (wy, wz)
+
+
+def test_second_order_pool_gradients_run_laid_out():
+    rng = np.random.default_rng(3)
+    images, volumes = rng.random((2, 8, 8, 3), dtype=np.float32), rng.random((2, 4, 8, 8, 3), dtype=np.float32)
+    results = {}
+    for data_format in channels_first.FORMATS:
+        npu_sim_bridge.clear_reports()
+        graph, x, v, loss, train, init, weights = _second_order_graph(data_format)
+        feed = {x: images, v: volumes} if data_format == "channels_last" else \
+            {x: images.transpose(0, 3, 1, 2), v: volumes.transpose(0, 4, 1, 2, 3)}
+        with _v1.Session(graph=graph, config=_config(precision_mode="force_fp32")) as sess:
+            sess.run(init)
+            sess.run(train, feed)
+            results[data_format] = sess.run([loss, *weights], feed)
+        report = max((r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph"),
+                     key=lambda r: r.nodes_before)
+        if data_format == "channels_first":
+            assert {"MaxPoolGradGrad", "MaxPool3DGradGrad"} <= {d.op for d in _laid_out(report).values()}
+    first, last = results["channels_first"], results["channels_last"]
+    assert np.isclose(first[0], last[0], rtol=0, atol=1e-5)
+    assert np.allclose(first[1], last[1].transpose(0, 3, 1, 2), rtol=0, atol=1e-5)
+    assert np.allclose(first[2], last[2].transpose(0, 4, 1, 2, 3), rtol=0, atol=1e-5)
