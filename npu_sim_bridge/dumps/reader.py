@@ -22,6 +22,7 @@ class GraphDump:
 
     folder: str
     manifest: dict
+    _listing: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def graph_id(self) -> str:
@@ -45,15 +46,65 @@ class GraphDump:
     def overflow_steps(self) -> list[int]:
         return _steps(os.path.join(self.folder, layout.OVERFLOW_DIR))
 
-    def tensor_path(self, step: int, entry: dict) -> str:
-        return os.path.join(self.folder, layout.DUMP_DIR, f"{layout.STEP_PREFIX}{step}", entry["file"])
+    def tensor_path(self, step: int, entry: dict, turn: str = "") -> str:
+        name = entry["file"] if not turn else entry["file"][:-len(".npy")] + f"{layout.TURN_MARK}{turn}.npy"
+        return os.path.join(self.folder, layout.DUMP_DIR, f"{layout.STEP_PREFIX}{step}", name)
 
-    def load(self, step: int, entry: dict) -> np.ndarray | None:
-        """The tensor of `entry` at `step`, or None when that file was not written."""
-        path = self.tensor_path(step, entry)
+    def files(self, step: int, kind: str = layout.DUMP_DIR) -> list[str]:
+        """The file names in a step's folder (read once per step)."""
+        key = (kind, step)
+        if key not in self._listing:
+            folder = os.path.join(self.folder, kind, f"{layout.STEP_PREFIX}{step}")
+            self._listing[key] = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+        return self._listing[key]
+
+    def turns(self, step: int, entry: dict, kind: str = layout.DUMP_DIR) -> list[str]:
+        """The turns of a tensor in a while frame written at `step` ("" for a tensor outside loops)."""
+        stem_text = entry["file"][:-len(".npy")]
+        found = [layout.turn_of(name, stem_text) for name in self.files(step, kind) if name.startswith(stem_text + ".")]
+        return sorted((turn for turn in found if turn is not None), key=_turn_key)
+
+    def load(self, step: int, entry: dict, turn: str = "") -> np.ndarray | None:
+        """The tensor of `entry` at `step` (and loop turn), or None when that file was not written."""
+        path = self.tensor_path(step, entry, turn)
         if not os.path.exists(path):
             return None
         return load_npy(path)
+
+    def branch_taken(self, step: int, number: int) -> bool:
+        return any(layout.turn_of(name, layout.branch_stem(number)) is not None for name in self.files(step))
+
+    def asked(self, step: int) -> bool:
+        """Whether the run's dump_step asked for `step` (every step when it named none)."""
+        ranges = self.manifest.get("dump_steps")
+        return not ranges or any(low <= step <= high for low, high in ranges)
+
+    def why_missing(self, step: int, entry: dict) -> str | None:
+        """None when the tensor has a file at `step`; else why it has none, as far as the dump tells."""
+        if self.turns(step, entry):
+            return None
+        if not self.asked(step):
+            return f"step {step} not asked for (dump_step {self.manifest.get('options', {}).get('dump_step')!r})"
+        if step not in self.steps():
+            return f"step {step} was not run (or not reached) in this dump"
+        branches = {b["id"]: b for b in self.manifest.get("branches", [])}
+        for number in entry.get("branches", []):
+            if not self.branch_taken(step, number):
+                branch = branches.get(number, {})
+                return (f"branch not taken: in the {'true' if branch.get('port') else 'false'} branch of "
+                        f"{branch.get('switch', '?')} at step {step}")
+        if entry.get("frame"):
+            return f"the while loop {entry['frame']} ran no turn at step {step}"
+        return f"not written at step {step} (the run stopped while writing, or the file was removed)"
+
+    def missing(self, step: int) -> dict[str, list[dict]]:
+        """The manifest's tensors with no file at `step`, grouped by why."""
+        grouped: dict[str, list[dict]] = {}
+        for entry in self.tensors:
+            reason = self.why_missing(step, entry)
+            if reason is not None:
+                grouped.setdefault(reason, []).append(entry)
+        return grouped
 
     def __str__(self) -> str:
         return f"{self.folder} (graph {self.graph_id}, {len(self.tensors)} tensors, steps {_ranges(self.steps())})"
@@ -67,6 +118,10 @@ def load_npy(path: str) -> np.ndarray:
         raise DumpReadError(f"dump file {path!r} cannot be read as .npy ({err or 'it is empty'}); it may have "
                             "been cut short (was the run stopped while writing, or the disk full?): dump that step "
                             "again") from None
+
+
+def _turn_key(turn: str) -> tuple:
+    return tuple(int(part) for part in turn.split("_")) if turn else ()
 
 
 def _steps(folder: str) -> list[int]:
@@ -130,23 +185,22 @@ def _load(folder: str) -> GraphDump:
 
 
 def read_overflow(path: str) -> list[dict]:
-    """Per graph dump and overflow step: the ops whose float outputs were not finite, in graph order.
+    """Per graph dump and step with an overflow: the ops whose float outputs overflowed there, in graph order.
 
-    [{"graph": folder, "step": k, "first": {op, type, order, slot, dtype, fusion}, "ops": [...]}]
+    [{"graph": folder, "step": k, "first": {op, type, order, slot, dtype, kind, fusion, count, turn, and for a
+    Cast or rounding the precision pass inserted: inserted_by, producer, consumers}, "ops": [...]}]
     """
     records = []
     for dump in find_dumps(path):
-        regions = dump.manifest.get("overflow", {})
+        entries = [entry for checked in dump.manifest.get("overflow", {}).values() for entry in checked]
         for step in dump.overflow_steps():
             flagged = []
-            for region, entries in regions.items():
-                flag_path = os.path.join(dump.folder, layout.OVERFLOW_DIR, f"{layout.STEP_PREFIX}{step}",
-                                         f"{region}.npy")
-                if not os.path.exists(flag_path):
-                    continue
-                flags = load_npy(flag_path)
-                flagged.extend(entry for entry, flag in zip(entries, flags) if flag)
-            flagged.sort(key=lambda entry: (entry["order"], entry["slot"]))
+            for entry in entries:
+                for turn in dump.turns(step, entry, layout.OVERFLOW_DIR):
+                    name = entry["file"] if not turn else entry["file"][:-len(".npy")] + f"{layout.TURN_MARK}{turn}.npy"
+                    count = load_npy(os.path.join(dump.folder, layout.OVERFLOW_DIR, f"{layout.STEP_PREFIX}{step}", name))
+                    flagged.append(dict(entry, count=int(count), turn=turn))
+            flagged.sort(key=lambda entry: (entry["order"], entry["slot"], _turn_key(entry["turn"])))
             if flagged:
                 records.append({"graph": dump.folder, "step": step, "first": flagged[0], "ops": flagged})
     return records

@@ -3,11 +3,16 @@
     <dump_path>/<YYYYmmddHHMMSS>_<pid>/<graph id>/
         manifest.json                      written when the graph is rewritten
         dump/step_<k>/<stem>.npy           one file per dumped tensor per dumped step (numpy.load reads it)
-        overflow/step_<k>/<GeOp>.npy       enable_dump_debug: one bool per checked tensor of that GeOp,
-                                           written only at steps where one of them is not finite
+        dump/step_<k>/<stem>.iter_<t>.npy  a tensor in a v1 while frame: one file per turn t of the loop
+                                           (nested frames: .iter_<outer>_<inner>)
+        dump/step_<k>/branch_<id>.taken    cond branch <id> of the manifest ran at that step (empty file)
+        overflow/step_<k>/<stem>.npy       enable_dump_debug: the number of non-finite values of a checked
+                                           output, written only where that op overflowed (its float inputs
+                                           were finite); in a while frame per turn, as above
 
 <stem> is "<order>.<input|output>.<slot>", order being the op's place in graph order (the GeOps in
-topological order, then each body in topological order). The manifest maps stems to op names.
+topological order, then each body in topological order). The manifest maps stems to op names, and
+lists each tensor's while frame and the cond branches it depends on.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import time
 
 from npu_sim_bridge.fileio import write_atomic
 
-FORMAT = "npu_sim_dump/1"
+FORMAT = "npu_sim_dump/2"
 MANIFEST = "manifest.json"
 DUMP_DIR = "dump"
 OVERFLOW_DIR = "overflow"
@@ -37,6 +42,27 @@ def run_stamp() -> str:
 
 def stem(order: int, io: str, slot: int) -> str:
     return f"{order:06d}.{io}.{slot}"
+
+
+BRANCH_SUFFIX = ".taken"
+TURN_MARK = ".iter_"
+
+
+def branch_stem(number: int) -> str:
+    return f"branch_{number}"
+
+
+def turn_of(file_name: str, stem_text: str) -> str | None:
+    """"3" for "<stem>.iter_3.npy", "1_2" for nested turns, "" for "<stem>.npy", None for another file."""
+    if not file_name.startswith(stem_text + "."):
+        return None
+    rest = file_name[len(stem_text):]
+    if rest in (".npy", BRANCH_SUFFIX):
+        return ""
+    if rest.startswith(TURN_MARK):
+        turn = rest[len(TURN_MARK):].rsplit(".", 1)[0]
+        return turn if turn.replace("_", "").isdigit() else None
+    return None
 
 
 def write_manifest(directory: str, manifest: dict) -> str:

@@ -117,33 +117,37 @@ def as_npu_value(make: NodeMaker, tensor: str, graph_dtype: int, npu_dtype: int)
     return value, dtype
 
 
-def write_npy(make: NodeMaker, value: str, dtype: int, rank: int | None, folder: str, step: str,
-              file_name: str) -> str:
-    """Nodes writing `value` (a tensor of `dtype`) to <folder>/step_<step>/<file_name>; returns the WriteFile."""
+def write_npy(make: NodeMaker, value: str, dtype: int, rank: int | None, path: str, const=None,
+              control: tuple = ()) -> str:
+    """Nodes writing `value` (a tensor of `dtype`) as .npy to the file named by the string tensor `path`.
+
+    `const(value, dtype, name)` gives constants usable where `value` lives (inside a while frame they
+    must enter it; default: make.const); `control` are control inputs of the WriteFile. Returns it."""
+    const = const or make.const
     int32, string = types_pb2.DT_INT32, types_pb2.DT_STRING
     _, itemsize = _NUMPY_CODES[dtype]
-    total = header_length(rank)
+    total = header_length(None if rank is None else rank + 8)  # room for a rank the static shape got wrong
     serialized = make.add("SerializeTensor", [value], name="serialized", T=type_attr(dtype))
-    count = make.add("Size", [value], name="count", T=type_attr(dtype), out_type=type_attr(int32))
-    nbytes = make.add("Mul", [count, make.const(itemsize, int32, "itemsize")], name="nbytes", T=type_attr(int32))
+    # The shape and size are read from the tensor parsed back: its static shape is unknown, so Grappler
+    # cannot fold them from a static shape that disagrees with the run (a stale _output_shapes, or an op
+    # whose shape function says scalar where the kernel gives [0]), which would write a wrong header.
+    parsed = make.add("ParseTensor", [serialized], name="parsed", out_type=type_attr(dtype))
+    count = make.add("Size", [parsed], name="count", T=type_attr(dtype), out_type=type_attr(int32))
+    nbytes = make.add("Mul", [count, const(itemsize, int32, "itemsize")], name="nbytes", T=type_attr(int32))
     length = make.add("StringLength", [serialized], name="length", unit="BYTE")
     start = make.add("Sub", [length, nbytes], name="start", T=type_attr(int32))
     raw = make.add("Substr", [serialized, start, nbytes], name="raw", T=type_attr(int32), unit="BYTE")
-    shape = make.add("Shape", [value], name="shape", T=type_attr(dtype), out_type=type_attr(int32))
+    shape = make.add("Shape", [parsed], name="shape", T=type_attr(dtype), out_type=type_attr(int32))
     dims = make.add("AsString", [shape], name="dims", T=type_attr(int32))
-    items = make.add("StringJoin", [dims, make.const(",", string, "comma")], name="items", N=2, separator="")
-    joined = make.add("ReduceJoin", [items, make.const(0, int32, "axis")], name="shape_text", keep_dims=False,
+    items = make.add("StringJoin", [dims, const(",", string, "comma")], name="items", N=2, separator="")
+    joined = make.add("ReduceJoin", [items, const(0, int32, "axis")], name="shape_text", keep_dims=False,
                       separator=" ")
     head = f"{{'descr': '{descr(dtype)}', 'fortran_order': False, 'shape': ("
-    text = make.add("StringJoin", [make.const(head, string, "head"), joined,
-                                   make.const("), }" + " " * total, string, "tail")],
+    text = make.add("StringJoin", [const(head, string, "head"), joined, const("), }" + " " * total, string, "tail")],
                     name="header_text", N=3, separator="")
-    padded = make.add("Substr", [text, make.const(0, int32, "zero"), make.const(total - 11, int32, "width")],
+    padded = make.add("Substr", [text, const(0, int32, "zero"), const(total - 11, int32, "width")],
                       name="header_padded", T=type_attr(int32), unit="BYTE")
     prefix = b"\x93NUMPY\x01\x00" + struct.pack("<H", total - 10)
-    content = make.add("StringJoin", [make.const(prefix, string, "magic"), padded,
-                                      make.const("\n", string, "newline"), raw], name="content", N=4, separator="")
-    step_text = make.add("AsString", [step], name="step_text", T=type_attr(types_pb2.DT_INT64))
-    path = make.add("StringJoin", [make.const(f"{folder}/step_", string, "folder"), step_text,
-                                   make.const(f"/{file_name}", string, "file")], name="path", N=3, separator="")
-    return make.add("WriteFile", [path, content], name="write")
+    content = make.add("StringJoin", [const(prefix, string, "magic"), padded, const("\n", string, "newline"), raw],
+                       name="content", N=4, separator="")
+    return make.add("WriteFile", [path, content] + ["^" + name for name in control], name="write")
