@@ -9,6 +9,8 @@ import sys
 
 from npu_sim_bridge.cli.errors import UsageError, finite_number, step_number
 
+DIVERGENCE_STATUS = 3   # npu-sim compare --fail-on-divergence: a divergent op was found (1: error, 2: usage)
+
 
 def cmd_fusion_rules(args) -> int:
     from npu_sim_bridge.passes.fusion import describe_rules
@@ -51,19 +53,34 @@ def cmd_compare(args) -> int:
     steps = list(args.step) if args.step else None
     result = compare_dumps(args.dump_a, args.dump_b, atol=args.atol, rtol=args.rtol, steps=steps,
                            progress_factory=progress)
+    failed = DIVERGENCE_STATUS if args.fail_on_divergence and result.first_divergent is not None else 0
+    if args.json:
+        for text in result.warnings:
+            print(f"npu-sim compare: warning: {text}", file=sys.stderr)
+        sys.stdout.write(render.to_json(result) + "\n")
+        _write_outputs(args, result, out_kind, quiet=True)
+        return failed
     if not args.quiet:
         sys.stdout.write(render.table(result.rows, None if args.max_rows < 0 else args.max_rows))
     for line in render.summary(result):
         print(line)
+    _write_outputs(args, result, out_kind, quiet=False)
+    return failed
+
+
+def _write_outputs(args, result, out_kind, quiet: bool) -> None:
+    from npu_sim_bridge.dumps import render
+    from npu_sim_bridge.fileio import write_atomic
+
+    stream = sys.stderr if quiet else sys.stdout  # under --json stdout holds the JSON alone
     if args.out:
         write_atomic(args.out, render.to_csv(result) if out_kind == ".csv" else render.to_json(result), "--out")
-        print(f"wrote {args.out}")
+        print(f"wrote {args.out}", file=stream)
     if args.msaccucmp:
         from npu_sim_bridge.dumps.msaccucmp import write_result_csvs
 
         for path in write_result_csvs(result, args.msaccucmp):
-            print(f"wrote {path}")
-    return 0
+            print(f"wrote {path}", file=stream)
 
 
 def cmd_overflow(args) -> int:
@@ -105,6 +122,10 @@ def add_debug_commands(commands) -> None:
     compare.add_argument("--step", action="append", type=step_number, metavar="N", help="compare only these steps")
     compare.add_argument("--max-rows", type=int, default=100, help="rows the table shows (-1: all)")
     compare.add_argument("--quiet", action="store_true", help="print the summary only")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON (rows, first divergent "
+                                                             "op, skipped ops, warnings) instead of the table")
+    compare.add_argument("--fail-on-divergence", action="store_true",
+                         help=f"exit with status {DIVERGENCE_STATUS} when a divergent op is found (for scripts and CI)")
     compare.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                          help="show a progress bar on stderr (default: when stderr is a terminal)")
     compare.add_argument("--progress-min", type=int, default=200, help=argparse.SUPPRESS)

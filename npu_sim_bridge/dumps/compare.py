@@ -4,8 +4,11 @@ DUMP_A is the reference (for example fusion off), DUMP_B the dump under test. Te
 op name, input/output and slot at each step both dumps hold; rows follow A's graph order, then the
 tensors only B has. A tensor diverges when a non-finite value (inf/nan) differs in place or
 max|b - a| > atol + rtol * max|a|; the first divergent op is the earliest such row (by step, then
-A's graph order). Dumps of different graphs (the graph NpuOptimizer received differs) are refused
-with what differs.
+A's graph order), skipping tensors whose runs differ for a reason that is not precision (an unseeded
+random op, a read of a variable such an op initialized: explain.py says why). A tensor in a while
+frame is compared turn by turn. Tensors the manifests list without a file are reported with the
+reason (a cond branch not taken, a step dump_step did not ask for). Dumps of different graphs (the
+graph NpuOptimizer received differs) are refused with what differs.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import dataclasses
 
 import numpy as np
 
+from npu_sim_bridge.dumps import explain
 from npu_sim_bridge.dumps.reader import GraphDump, find_dumps
 from npu_sim_bridge.errors import NpuSimError
 
-OK, DIVERGED, SHAPE, ONLY_A, ONLY_B, MISSING = (
-    "match", "DIVERGED", "shape differs", "only in A", "only in B", "file missing")
+OK, DIVERGED, SHAPE, ONLY_A, ONLY_B, MISSING, NOT_RUN = (
+    "match", "DIVERGED", "shape differs", "only in A", "only in B", "file missing", "not run")
 
 
 class DumpMismatchError(NpuSimError):
@@ -41,6 +45,8 @@ class Row:
     max_rel_err: float | None = None
     type_b: str = ""
     fusion: str = ""
+    turn: str = ""          # the loop turn of a tensor in a while frame ("2", nested "1_2")
+    note: str = ""          # why a file is missing, or why a divergence is not a first divergent op
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -52,10 +58,16 @@ class PairResult:
     b: GraphDump
     steps: list[int]
     rows: list[Row]
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def skipped(self) -> list[Row]:
+        """Diverged tensors that are not candidates for the first divergent op, with the reason in `note`."""
+        return [row for row in self.rows if row.status == DIVERGED and row.note]
 
     @property
     def first_divergent(self) -> Row | None:
-        diverged = [row for row in self.rows if row.status == DIVERGED]
+        diverged = [row for row in self.rows if row.status == DIVERGED and not row.note]
         return min(diverged, key=lambda row: (row.step, row.order if row.order is not None else 1 << 60),
                    default=None)
 
@@ -66,10 +78,19 @@ class CompareResult:
     notes: list[str]
     atol: float
     rtol: float
+    empty: list[str] = dataclasses.field(default_factory=list)   # warnings about graph dumps with no step
 
     @property
     def rows(self) -> list[Row]:
         return [row for pair in self.pairs for row in pair.rows]
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.empty + [line for pair in self.pairs for line in pair.warnings]
+
+    @property
+    def skipped(self) -> list[Row]:
+        return [row for pair in self.pairs for row in pair.skipped]
 
     @property
     def first_divergent(self) -> tuple[PairResult, Row] | None:
@@ -111,13 +132,14 @@ def _fusion_text(entry) -> str:
 
 
 def compare_pair(a: GraphDump, b: GraphDump, atol: float = 0.0, rtol: float = 0.0, steps=None,
-                 progress=None) -> PairResult:
+                 progress=None, unseeded=None) -> PairResult:
     common = sorted(set(a.steps()) & set(b.steps()))
     if steps is not None:
         common = [step for step in common if step in set(steps)]
     if not common:
         raise DumpMismatchError(f"no step is dumped in both {a.folder} (steps {a.steps() or 'none'}) and "
                                 f"{b.folder} (steps {b.steps() or 'none'}); dump the same dump_step in both runs")
+    unseeded = explain.unseeded_variables([a, b]) if unseeded is None else unseeded
     a_entries = {_key(entry): entry for entry in a.tensors}
     b_entries = {_key(entry): entry for entry in b.tensors}
     keys = [key for key in a_entries] + [key for key in b_entries if key not in a_entries]
@@ -135,25 +157,44 @@ def compare_pair(a: GraphDump, b: GraphDump, atol: float = 0.0, rtol: float = 0.
                 row.status = ONLY_B if ea is None else ONLY_A
                 rows.append(row)
                 continue
-            va, vb = a.load(step, ea), b.load(step, eb)
-            if va is None or vb is None:
-                row.status = MISSING
+            turns_a, turns_b = a.turns(step, ea), b.turns(step, eb)
+            if not turns_a or not turns_b:
+                row.status, row.note = _missing(step, a, ea, b, eb)
                 rows.append(row)
                 continue
-            row.shape = "x".join(map(str, va.shape)) or "scalar"
-            if va.shape != vb.shape:
-                row.status = SHAPE
-                row.shape = f"{row.shape} vs {'x'.join(map(str, vb.shape)) or 'scalar'}"
-                rows.append(row)
-                continue
-            row.cosine, row.max_abs_err, row.max_rel_err, nonfinite = metrics(va, vb)
-            finite_a = np.asarray(va, dtype=np.float64)
-            finite_a = finite_a[np.isfinite(finite_a)]
-            scale = float(np.abs(finite_a).max()) if finite_a.size else 0.0
-            if nonfinite or row.max_abs_err > atol + rtol * scale:
-                row.status = DIVERGED
-            rows.append(row)
-    return PairResult(a, b, common, rows)
+            for turn in sorted(set(turns_a) | set(turns_b), key=lambda t: tuple(map(int, t.split("_"))) if t else ()):
+                rows.append(_compared(dataclasses.replace(row, turn=turn), a.load(step, ea, turn),
+                                      b.load(step, eb, turn), atol, rtol, explain.skip_reason(ea, unseeded)))
+    warnings = explain.step_warnings(a, b, common)
+    warnings += explain.missing_warnings(f"A ({a.graph_id})", a, common)
+    warnings += explain.missing_warnings(f"B ({b.graph_id})", b, common)
+    return PairResult(a, b, common, rows, warnings)
+
+
+def _missing(step, a, ea, b, eb) -> tuple[str, str]:
+    why_a, why_b = a.why_missing(step, ea), b.why_missing(step, eb)
+    if why_a and why_b and why_a.startswith("branch not taken") and why_b.startswith("branch not taken"):
+        return NOT_RUN, why_a
+    return MISSING, "; ".join(f"{label}: {why}" for label, why in (("A", why_a), ("B", why_b)) if why)
+
+
+def _compared(row: Row, va, vb, atol: float, rtol: float, skip: str | None) -> Row:
+    if va is None or vb is None:
+        row.status, row.note = MISSING, f"turn {row.turn} is in {'B' if va is None else 'A'} only"
+        return row
+    row.shape = "x".join(map(str, va.shape)) or "scalar"
+    if va.shape != vb.shape:
+        row.status = SHAPE
+        row.shape = f"{row.shape} vs {'x'.join(map(str, vb.shape)) or 'scalar'}"
+        return row
+    row.cosine, row.max_abs_err, row.max_rel_err, nonfinite = metrics(va, vb)
+    finite_a = np.asarray(va, dtype=np.float64)
+    finite_a = finite_a[np.isfinite(finite_a)]
+    scale = float(np.abs(finite_a).max()) if finite_a.size else 0.0
+    if nonfinite or row.max_abs_err > atol + rtol * scale:
+        row.status = DIVERGED
+        row.note = skip or ""
+    return row
 
 
 def _differences(a: GraphDump, b: GraphDump, limit: int = 5) -> str:
@@ -182,8 +223,13 @@ def compare_dumps(path_a: str, path_b: str, atol: float = 0.0, rtol: float = 0.0
     for name, value in (("atol", atol), ("rtol", rtol)):
         if not 0 <= value < float("inf"):  # nan would make every tensor "match"
             raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    dumps_a = [dump for dump in find_dumps(path_a) if dump.steps()]
-    dumps_b = [dump for dump in find_dumps(path_b) if dump.steps()]
+    found_a, found_b = find_dumps(path_a), find_dumps(path_b)
+    dumps_a = [dump for dump in found_a if dump.steps()]
+    dumps_b = [dump for dump in found_b if dump.steps()]
+    empty = [f"{label} {dump.folder}: the manifest lists {len(dump.tensors)} tensors but no step was written "
+             f"(dump_step {dump.manifest.get('options', {}).get('dump_step')!r}: did the run reach one of those "
+             "steps of this graph?); not compared"
+             for label, found in (("A", found_a), ("B", found_b)) for dump in found if not dump.steps() and dump.tensors]
     for label, path, dumps in (("DUMP_A", path_a, dumps_a), ("DUMP_B", path_b, dumps_b)):
         if not dumps:
             raise DumpMismatchError(f"{label} {path!r} holds manifests but no dumped step; run the graph with "
@@ -220,11 +266,12 @@ def compare_dumps(path_a: str, path_b: str, atol: float = 0.0, rtol: float = 0.0
             keys = {_key(e) for e in a.tensors} | {_key(e) for e in b.tensors}
             total += len(keys) * len(set(a.steps()) & set(b.steps()))
         progress = progress_factory(total)
+    unseeded = explain.unseeded_variables(dumps_a + dumps_b)
     results, refused = [], []
     try:
         for a, b in pairs:
             try:
-                results.append(compare_pair(a, b, atol, rtol, steps, progress))
+                results.append(compare_pair(a, b, atol, rtol, steps, progress, unseeded))
             except DumpMismatchError as err:  # no common step in this pair: the others may still have one
                 refused.append(err)
                 notes.append(f"skipped: {err}")
@@ -233,4 +280,4 @@ def compare_dumps(path_a: str, path_b: str, atol: float = 0.0, rtol: float = 0.0
             progress.close()
     if not results:
         raise refused[0]
-    return CompareResult(results, notes, atol, rtol)
+    return CompareResult(results, notes, atol, rtol, empty)

@@ -11,8 +11,8 @@ import time
 
 from npu_sim_bridge.dumps.compare import DIVERGED, CompareResult, Row
 
-COLUMNS = ("step", "order", "op", "type", "io", "slot", "shape", "dtype", "cosine", "max_abs_err", "max_rel_err",
-           "status", "type_b", "fusion")
+COLUMNS = ("step", "order", "op", "type", "io", "slot", "turn", "shape", "dtype", "cosine", "max_abs_err",
+           "max_rel_err", "status", "type_b", "fusion", "note")
 
 
 def _number(value) -> str:
@@ -35,14 +35,22 @@ def summary(result: CompareResult) -> list[str]:
         lines.append(f"B: {pair.b}")
         lines.append(f"   {len(pair.rows)} tensors compared at steps {', '.join(map(str, pair.steps))}: "
                      f"{diverged} diverged (atol={result.atol:g}, rtol={result.rtol:g})")
+    lines.extend(f"warning: {text}" for text in result.warnings)
+    skipped = result.skipped
+    if skipped:
+        ops = sorted({row.op for row in skipped})
+        lines.append(f"skipped as first divergent op ({len(ops)} ops, {len(skipped)} tensors): {skipped[0].note}"
+                     + (f"; also {', '.join(ops[1:4])}" + (" ..." if len(ops) > 4 else "") if len(ops) > 1 else ""))
     first = result.first_divergent
     if first is None:
-        lines.append("no divergent op: every tensor both dumps hold matches")
+        lines.append("no divergent op: every tensor both dumps hold matches" if not skipped else
+                     "no divergent op besides the skipped ones")
     else:
         pair, row = first
         fused = f", {row.fusion}" if row.fusion else ""
+        turn = f" (loop turn {row.turn})" if row.turn else ""
         lines.append(f"first divergent op: {row.op} ({row.type_b or row.type}{fused}) {row.io} {row.slot} at step "
-                     f"{row.step}, graph order {row.order}: cosine {_number(row.cosine)}, max abs error "
+                     f"{row.step}{turn}, graph order {row.order}: cosine {_number(row.cosine)}, max abs error "
                      f"{_number(row.max_abs_err)}, max relative error {_number(row.max_rel_err)}")
         if row.fusion:
             lines.append("   to check a fusion rule: switch it off in a fusion_switch_file "
@@ -52,12 +60,13 @@ def summary(result: CompareResult) -> list[str]:
 
 
 def table(rows: list[Row], max_rows: int | None = 100) -> str:
-    header = ("step", "order", "op", "type", "io:slot", "shape", "cosine", "max_abs_err", "max_rel_err", "status")
+    header = ("step", "order", "op", "type", "io:slot", "shape", "cosine", "max_abs_err", "max_rel_err", "status",
+              "note")
     shown = rows if max_rows is None else rows[:max_rows]
     cells = [header] + [(str(r.step), "-" if r.order is None else str(r.order), _short(r.op, 48),
                          _short(r.type if not r.type_b or r.type_b == r.type else f"{r.type}/{r.type_b}", 28),
-                         f"{r.io}:{r.slot}", r.shape or "-", _number(r.cosine), _number(r.max_abs_err),
-                         _number(r.max_rel_err), r.status) for r in shown]
+                         f"{r.io}:{r.slot}" + (f"@{r.turn}" if r.turn else ""), r.shape or "-", _number(r.cosine),
+                         _number(r.max_abs_err), _number(r.max_rel_err), r.status, _short(r.note, 60)) for r in shown]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
     if len(shown) < len(rows):
@@ -79,7 +88,9 @@ def to_csv(result: CompareResult) -> str:
 def to_json(result: CompareResult) -> str:
     first = result.first_divergent
     data = {
-        "atol": result.atol, "rtol": result.rtol, "notes": result.notes,
+        "atol": result.atol, "rtol": result.rtol, "notes": result.notes, "warnings": result.warnings,
+        "diverged": sum(1 for row in result.rows if row.status == DIVERGED),
+        "skipped": [_clean(row.to_dict()) for row in result.skipped],
         "first_divergent": None if first is None else dict(first[1].to_dict(), graph_a=first[0].a.folder,
                                                            graph_b=first[0].b.folder),
         "pairs": [{"graph_a": pair.a.folder, "graph_b": pair.b.folder, "steps": pair.steps,
