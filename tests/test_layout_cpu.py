@@ -186,3 +186,20 @@ def test_second_order_pool_gradients_run_laid_out():
     assert np.isclose(first[0], last[0], rtol=0, atol=1e-5)
     assert np.allclose(first[1], last[1].transpose(0, 3, 1, 2), rtol=0, atol=1e-5)
     assert np.allclose(first[2], last[2].transpose(0, 4, 1, 2, 3), rtol=0, atol=1e-5)
+
+
+def test_model_sweep_measures_the_channels_first_cnn_as_the_channels_last_one():
+    """The sweep's runs (sim_passes none, placement + partition, allow_mix_precision) of the channels-first
+    CNN: the same figures as its channels-last twin; laid-out nodes are not counted as the NPU's."""
+    from npu_sim_bridge.testing import sweep, zoo
+
+    runs = ("plain", "pp_full", "pp_mix", "mixed")
+    first = sweep.measure("cnn_channels_first", zoo.sweep_builders(applications=())["cnn_channels_first"], runs=runs)
+    last = sweep.measure("cnn_channels_last", lambda: channels_first.cnn("channels_last"), runs=runs)
+    figures = ("nodes", "heavy_device", "heavy_total", "geops_full", "geops_mix", "geops_mixed_precision",
+               "host_crossings", "white_fp16", "white_total")
+    assert [getattr(first, f) for f in figures] == [getattr(last, f) for f in figures]
+    assert first.heavy_total >= 20 and first.white_fp16 == first.white_total > 0
+    assert first.bit_identical and last.bit_identical
+    for run in runs:
+        assert abs(first.losses[run] - last.losses[run]) <= 1e-5, (run, first.losses, last.losses)

@@ -174,7 +174,7 @@ def _read_report(row: SweepRow, run: str, report, model: ModelGraph) -> None:
     geops = len(report.summary["geops"])
     if run == "pp_full":
         row.geops_full = geops
-        heavy = [d for d in report.nodes.values() if is_heavy(d.op)]
+        heavy = [d for d in report.nodes.values() if is_heavy(d.op) and not _inserted_by_layout(d)]
         row.heavy_total = len(heavy)
         row.heavy_device = sum(1 for d in heavy if d.placement == "device")
         row.heavy_on_host = [(d.name, d.op, d.reason) for d in heavy if d.placement != "device"]
@@ -187,6 +187,12 @@ def _read_report(row: SweepRow, run: str, report, model: ModelGraph) -> None:
                  if d.list == "white" and d.placement == "device" and d.dtype_before == "float32"]
         row.white_total = len(white)
         row.white_fp16 = sum(1 for d in white if d.dtype_after == "float16")
+
+
+def _inserted_by_layout(decision) -> bool:
+    """A node the CPU layout added (an op's channels-last form): no node of the NPU's graph."""
+    reasons = decision.reasons
+    return bool(reasons) and reasons[0].code == "layout.inserted"
 
 
 def host_crossings(report, graph_def) -> int:

@@ -16,7 +16,7 @@ from typing import Callable, Dict
 import numpy as np
 import tensorflow as tf
 
-from npu_sim_bridge.testing import models
+from npu_sim_bridge.testing import channels_first, models
 from npu_sim_bridge.testing.models import ModelGraph
 
 _v1 = tf.compat.v1
@@ -200,7 +200,7 @@ KERAS_APPLICATIONS: Dict[str, dict] = {
 
 def sweep_builders(applications=None, application_learning_rate: float = 0.01) -> Dict[str, Callable[[], ModelGraph]]:
     """The model sweep: Keras applications (all, or the names given), TF1 and Keras CNNs, user control
-    flow, an LSTM with a v1 loop and a small BERT."""
+    flow, an LSTM with a v1 loop, a small BERT and a channels-first (NCHW/NCDHW) 2D+3D CNN."""
     builders: Dict[str, Callable[[], ModelGraph]] = {}
     for name, kwargs in KERAS_APPLICATIONS.items():
         if applications is None or name in applications:
@@ -212,4 +212,5 @@ def sweep_builders(applications=None, application_learning_rate: float = 0.01) -
     builders["user_while_mlp"] = user_while_mlp
     builders["lstm_v1"] = functools.partial(models.lstm, control_flow="v1", with_saver=False)
     builders["bert_small"] = functools.partial(models.bert, with_saver=False, **models.SMALL_KWARGS["bert"])
+    builders["cnn_channels_first"] = functools.partial(channels_first.cnn, "channels_first")
     return builders
