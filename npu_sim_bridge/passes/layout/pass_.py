@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from tensorflow.core.framework import function_pb2
 
-from npu_sim_bridge.graph.names import on_gpu
+from npu_sim_bridge.graph.names import node_name, on_gpu
 from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.layout.rewrite import LaidOut, lay_out, resolvable
+from npu_sim_bridge.passes.layout.rewrite import LaidOut, first_activation, lay_out, resolvable
 from npu_sim_bridge.passes.layout.ops import source_format
 from npu_sim_bridge.report.reasons import Reason
 
@@ -49,7 +49,8 @@ class CpuLayoutPass(GraphPass):
         for name in [node.name for node in view.nodes() if source_format(node) is not None]:
             node = view.node(name)
             if on_cpu(node.device) and resolvable(node):
-                done = lay_out(node, ref=lambda producer, _arg: producer, taken=view.__contains__, anchored=True)
+                done = lay_out(node, ref=lambda producer, _arg: producer, taken=view.__contains__,
+                               anchor=node_name(first_activation(node)))
                 _apply(view, done)
                 laid.append(done)
                 _record(report, "", done)
@@ -89,7 +90,8 @@ def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[
     found = [index for index, node in enumerate(function.node_def) if source_format(node) is not None]
     if not found:
         return []
-    taken = {node.name for node in function.node_def} | {arg.name for arg in function.signature.input_arg}
+    nodes = {node.name for node in function.node_def}
+    taken = nodes | {arg.name for arg in function.signature.input_arg}
     renamed: dict[str, str] = {}
     laid = []
     for index in found:
@@ -97,8 +99,9 @@ def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[
         if not on_cpu(node.device or call_device) or not resolvable(node):
             continue
         output_arg = _output_arg(node)
-        done = lay_out(node, ref=lambda producer, arg: f"{producer}:{arg}:0", taken=taken.__contains__,
-                       anchored=False)
+        producer = first_activation(node).split(":", 1)[0]
+        done = lay_out(node, ref=lambda name, arg: f"{name}:{arg}:0", taken=taken.__contains__,
+                       anchor=producer if producer in nodes else None)
         if not done.replacement.device:
             for new in done.added:
                 new.device = ""

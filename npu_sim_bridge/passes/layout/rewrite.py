@@ -7,9 +7,9 @@ For an op O in NCHW (NCDHW) the rewrite makes
     O/npu_sim_layout/nhwc                O itself in the target layout (attrs permuted), reading those
 and O becomes the Transpose of that node's output back to the source layout, under O's name, so its
 readers, fetches, dumps and report record are unchanged. An op whose output is no activation (a
-filter gradient) keeps its name and is rewritten in place: no Transpose back. In a graph with v1
-control flow the Consts take a control input from the node that feeds O's first activation, so they
-live in O's frame (a Const without inputs lives in the root frame).
+filter gradient) keeps its name and is rewritten in place: no Transpose back. The Consts take a
+control input from the node that feeds O's first activation, so that in v1 control flow they live in
+O's frame (a Const without inputs lives in the root frame; the GeOp bodies hold whole while frames).
 
 The caller says how an input names a node's output (a graph: "name"; a function body:
 "name:output_arg:0") with `ref`, and which names are taken with `taken`.
@@ -23,7 +23,6 @@ from typing import Callable
 from tensorflow.core.framework import attr_value_pb2, node_def_pb2, types_pb2
 from tensorflow.python.framework import op_def_registry
 
-from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.passes.layout.ops import FORMATS, OPS, permuted, permuted_pairs, source_format
 
 SCOPE = "npu_sim_layout"
@@ -61,13 +60,20 @@ def resolvable(node) -> bool:
     return all(_dtype(node, arg) is not None for arg in ports)
 
 
+def first_activation(node) -> str:
+    """The input text of `node`'s first activation input (whose producer anchors the Consts)."""
+    data = [text for text in node.input if not text.startswith("^")]
+    return data[OPS[node.op].tensors[0]]
+
+
 def lay_out(node, ref: Callable[[str, str], str], taken: Callable[[str], bool],
-            anchored: bool) -> LaidOut:
+            anchor: str | None) -> LaidOut:
     """The rewrite of `node` (a NodeDef with source_format(node) set; see the module docstring).
 
     `ref(name, output_arg)`: how an input names output 0 of node `name` whose first output arg is
-    `output_arg`. `taken(name)`: whether a name is in use. `anchored`: give the Consts a control
-    input from the first activation's producer (graphs; a function body has no frames).
+    `output_arg`. `taken(name)`: whether a name is in use. `anchor`: the node the Consts take a
+    control input from (the producer of `first_activation(node)`), or None where it is none (a
+    function's argument: the op is then in the body's root frame).
     """
     source, target, perm_in, perm_out = FORMATS[source_format(node)]
     layout = OPS[node.op]
@@ -86,8 +92,8 @@ def lay_out(node, ref: Callable[[str, str], str], taken: Callable[[str], bool],
     added: list[node_def_pb2.NodeDef] = []
     data = [text for text in node.input if not text.startswith("^")]
     controls = [text for text in node.input if text.startswith("^")]
-    anchor = [f"^{node_name(data[layout.tensors[0]])}"] if anchored else []
-    perm_in_name = _const(added, fresh("perm_in"), perm_in, device, anchor)
+    controls_of_consts = [f"^{anchor}"] if anchor else []
+    perm_in_name = _const(added, fresh("perm_in"), perm_in, device, controls_of_consts)
     inputs = list(data)
     for index in layout.tensors:
         dtype = _dtype(node, op_def.input_arg[index])
@@ -121,7 +127,7 @@ def lay_out(node, ref: Callable[[str, str], str], taken: Callable[[str], bool],
 
     running.name = fresh("nhwc" if len(perm_in) == 4 else "ndhwc")
     added.append(running)
-    perm_out_name = _const(added, fresh("perm_out"), perm_out, device, anchor, before=running)
+    perm_out_name = _const(added, fresh("perm_out"), perm_out, device, controls_of_consts, before=running)
     output_arg = op_def.output_arg[0].name
     back = _node(node.name, "Transpose", [ref(running.name, output_arg), ref(perm_out_name, "output")], device,
                  T=_type(_dtype(node, op_def.output_arg[0])), Tperm=_type(types_pb2.DT_INT32))
