@@ -203,3 +203,70 @@ def test_model_sweep_measures_the_channels_first_cnn_as_the_channels_last_one():
     assert first.bit_identical and last.bit_identical
     for run in runs:
         assert abs(first.losses[run] - last.losses[run]) <= 1e-5, (run, first.losses, last.losses)
+
+
+def _conv_pool_graph(data_format, in_while_loop=False):
+    """Conv2D + MaxPool (NCHW or NHWC), in a v1 while loop's body or not, trained with SGD."""
+    first = data_format == "channels_first"
+    fmt = "NCHW" if first else "NHWC"
+    graph = tf.Graph()
+    was_v2 = _v1.control_flow_v2_enabled()
+    _v1.disable_control_flow_v2()
+    try:
+        with graph.as_default():
+            x = _v1.placeholder(tf.float32, [2, 3, 8, 8] if first else [2, 8, 8, 3])
+            kernel = _v1.get_variable("kernel", initializer=tf.constant(
+                np.random.default_rng(0).standard_normal((3, 3, 3, 3)).astype(np.float32) * 0.2))
+
+            def block(y):
+                y = tf.nn.conv2d(y, kernel, 1, "SAME", data_format=fmt)
+                return tf.nn.max_pool2d(y, 3, 1, "SAME", data_format=fmt)
+
+            if in_while_loop:
+                _, y = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, block(y)), [0, x])
+            else:
+                y = block(x)
+            loss = tf.reduce_mean(y * y)
+            train = _v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+            init = _v1.global_variables_initializer()
+    finally:
+        if was_v2:
+            _v1.enable_control_flow_v2()
+    return graph, x, loss, train, init, kernel
+
+
+def _conv_pool_steps(data_format, config, in_while_loop=False):
+    graph, x, loss, train, init, kernel = _conv_pool_graph(data_format, in_while_loop)
+    data = np.random.default_rng(1).random((2, 8, 8, 3), dtype=np.float32)
+    feed = {x: data.transpose(0, 3, 1, 2) if data_format == "channels_first" else data}
+    npu_sim_bridge.clear_reports()
+    with _v1.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        losses = [float(sess.run([loss, train], feed)[0]) for _ in range(STEPS)]
+        reports = [r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph" and not r.rerun]
+        return losses, sess.run(kernel), _laid_out(max(reports, key=lambda r: r.nodes_before))
+
+
+@pytest.mark.parametrize("mix", [False, True], ids=["full_sink", "mix_compile_mode"])
+def test_ops_in_a_v1_while_loop_inside_a_geop_are_laid_out_in_their_frame(mix):
+    """The partition pass sinks a while frame whole into a GeOp body; the layout's Consts must live in
+    the loop's frame there (TensorFlow refuses a graph whose node reads from two frames)."""
+    config = _config(precision_mode="force_fp32", mix_compile_mode=mix)
+    last_losses, last_kernel, _ = _conv_pool_steps("channels_last", config, in_while_loop=True)
+    first_losses, first_kernel, laid_out = _conv_pool_steps("channels_first", config, in_while_loop=True)
+    assert {"Conv2D", "MaxPool", "MaxPoolGrad", "Conv2DBackpropInput"} <= {d.op for d in laid_out.values()}
+    assert all(d.geop for d in laid_out.values())
+    assert np.allclose(first_losses, last_losses, rtol=0, atol=1e-5)
+    assert np.allclose(first_kernel, last_kernel, rtol=0, atol=1e-5)
+
+
+def test_native_float16_kernels_run_laid_out():
+    """sim_fp16_execution=native runs float16 kernels: TensorFlow has no NCHW float16 Conv2D or MaxPool
+    on the CPU, oneDNN or not."""
+    config = _config(precision_mode="allow_mix_precision", sim_fp16_execution="native")
+    last_losses, last_kernel, _ = _conv_pool_steps("channels_last", config)
+    first_losses, first_kernel, laid_out = _conv_pool_steps("channels_first", config)
+    assert {"Conv2D", "MaxPool"} <= {d.op for d in laid_out.values()}
+    assert all(d.dtype_after == "float16" for d in laid_out.values() if d.op == "Conv2D")
+    assert np.allclose(first_losses, last_losses, rtol=1e-3, atol=0)
+    assert np.allclose(first_kernel, last_kernel, rtol=0, atol=1e-3)
