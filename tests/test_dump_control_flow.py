@@ -1,0 +1,156 @@
+"""Dumps and overflow checks through control flow: v1 cond and while, functional If, inserted roundings."""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from npu_sim_bridge.cli.main import main as cli_main
+from npu_sim_bridge.dumps import compare_dumps, find_dumps, read_overflow
+from npu_sim_bridge.testing import models, zoo
+from npu_sim_bridge.testing.dump_sweep import npu_config, training_dump
+
+_v1 = tf.compat.v1
+
+
+def cond_graph(control_flow="v1"):
+    """out = sum(cond(pred, x @ 100s, x * 2)): the true branch overflows float16 when x is 100."""
+    with models._control_flow(control_flow):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = _v1.placeholder(tf.float32, [4, 8], name="x")
+            pred = _v1.placeholder(tf.bool, [], name="pred")
+            weights = tf.constant(np.full((8, 8), 100.0, np.float32))
+            branch = tf.cond(pred, lambda: tf.nn.relu(tf.matmul(x, weights, name="big_mm"), name="big_relu"),
+                             lambda: tf.multiply(x, 2.0, name="small"), name="choose")
+            tf.reduce_sum(tf.square(branch), name="out")
+    return graph
+
+
+def run(graph, config, feeds, fetch="out:0", trace=False):
+    values, ran = [], []
+    with _v1.Session(graph=graph, config=config) as sess:
+        for feed in feeds:
+            metadata = _v1.RunMetadata()
+            options = _v1.RunOptions(trace_level=_v1.RunOptions.FULL_TRACE) if trace else None
+            values.append(sess.run(fetch, feed, options=options, run_metadata=metadata))
+            ran.append({n.node_name for d in metadata.step_stats.dev_stats for n in d.node_stats})
+    return values, ran
+
+
+def feeds(*preds, x=1.0):
+    return [{"x:0": np.full((4, 8), x, np.float32), "pred:0": pred} for pred in preds]
+
+
+def test_cond_dumps_what_ran_and_the_manifest_says_which_branch_did_not(tmp_path):
+    _, ran = run(cond_graph(), npu_config("float32", str(tmp_path), "0|1"), feeds(False, True), trace=True)
+    dump = training_dump(str(tmp_path))
+    assert dump.steps() == [0, 1]
+    by_op = {entry["op"]: entry for entry in dump.tensors if entry["io"] == "output"}
+    true_op, false_op = by_op["choose/big_mm"], by_op["choose/small"]
+    assert true_op["branches"] and false_op["branches"]
+    assert dump.turns(0, false_op) == [""] and dump.turns(0, true_op) == []      # step 0: pred False
+    assert dump.turns(1, true_op) == [""] and dump.turns(1, false_op) == []      # step 1: pred True
+    assert dump.why_missing(0, true_op).startswith("branch not taken: in the true branch of choose/")
+    assert dump.why_missing(1, false_op).startswith("branch not taken: in the false branch of choose/")
+    np.testing.assert_array_equal(dump.load(1, true_op), np.full((4, 8), 800.0, np.float32))
+    for step in (0, 1):  # every op TensorFlow ran (its step stats) has its tensors written
+        ran_ops = [entry for entry in dump.tensors if entry["op"] in ran[step]]
+        assert len(ran_ops) >= 3 and all(dump.turns(step, entry) for entry in ran_ops)
+
+
+def test_compare_reports_a_branch_that_did_not_run_instead_of_a_silent_gap(tmp_path, capsys):
+    for name in ("a", "b"):
+        os.makedirs(tmp_path / name)
+        run(cond_graph(), npu_config("float32", str(tmp_path / name), "0"), feeds(False))
+    result = compare_dumps(str(tmp_path / "a"), str(tmp_path / "b"))
+    not_run = {row.op for row in result.rows if row.status == "not run"}
+    assert "choose/big_mm" in not_run and "choose/small" not in not_run
+    assert any("branch not taken" in line and "step 0" in line for line in result.warnings)
+    assert cli_main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: A (" in out and "have no file" in out and "branch not taken" in out
+
+
+def test_overflow_in_a_cond_branch_is_flagged_at_its_step(tmp_path):
+    config = npu_config("mixed", str(tmp_path), enable_dump=False, enable_dump_debug=True)
+    values, _ = run(cond_graph(), config, feeds(False, True, x=100.0))
+    assert np.isfinite(values[0]) and not np.isfinite(values[1])
+    records = read_overflow(str(tmp_path))
+    assert [record["step"] for record in records] == [1]
+    first = records[0]["first"]
+    assert first["op"] == "choose/big_mm" and first["type"] == "MatMul" and first["dtype"] == "float16"
+    assert first["count"] == 32 and first["turn"] == ""
+
+
+def test_overflow_in_a_functional_if_branch_is_flagged(tmp_path):
+    config = npu_config("mixed", str(tmp_path), enable_dump=False, enable_dump_debug=True)
+    values, _ = run(cond_graph("v2"), config, feeds(True, x=100.0))
+    assert not np.isfinite(values[0])
+    records = read_overflow(str(tmp_path))
+    assert [record["step"] for record in records] == [0]
+    first = records[0]["first"]  # Grappler lowers the If to Switch/Merge before NpuOptimizer sees it
+    assert first["op"].startswith("choose/") and first["op"].endswith("/big_mm") and first["type"] == "MatMul"
+
+
+def while_graph():
+    """h <- h @ (10 I) six times, in a v1 while loop: float16 overflows in turn 4 (1e5 > 65504)."""
+    with zoo.tf1_graph_mode(ref_variables=False):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = _v1.placeholder(tf.float32, [4, 4], name="x")
+            grow = tf.constant(np.eye(4, dtype=np.float32) * 10)
+            _, h = tf.while_loop(lambda i, h: i < 6, lambda i, h: (i + 1, tf.matmul(h, grow, name="grow")),
+                                 [tf.constant(0), x], name="loop")
+            tf.reduce_sum(h * 1.0, name="out")
+    return graph
+
+
+def test_while_loop_dumps_every_turn(tmp_path):
+    run(while_graph(), npu_config("float32", str(tmp_path), "0"), [{"x:0": np.eye(4, dtype=np.float32)}])
+    dump = training_dump(str(tmp_path))
+    entry = next(e for e in dump.tensors if e["op"] == "loop/grow" and e["io"] == "output")
+    assert entry["frame"] and entry["per_iteration"]
+    assert dump.turns(0, entry) == [str(turn) for turn in range(6)]
+    for turn in range(6):
+        np.testing.assert_array_equal(dump.load(0, entry, str(turn)), np.eye(4, dtype=np.float32) * 10 ** (turn + 1))
+
+
+def test_overflow_in_a_while_loop_names_the_op_and_the_turn(tmp_path):
+    config = npu_config("mixed", str(tmp_path), enable_dump=False, enable_dump_debug=True)
+    values, _ = run(while_graph(), config, [{"x:0": np.eye(4, dtype=np.float32)}] * 2)
+    assert not np.isfinite(values[0])
+    records = read_overflow(str(tmp_path))
+    assert [record["step"] for record in records] == [0, 1]
+    first = records[0]["first"]
+    assert first["op"] == "loop/grow" and first["turn"] == "4"        # 10**5: the first turn above 65504
+    assert {(e["op"], e["turn"]) for e in records[0]["ops"] if e["op"] == "loop/grow"} == {("loop/grow", "4")}
+
+
+def test_overflow_in_a_rounding_the_precision_pass_inserted_names_it_and_its_producer(tmp_path, capsys):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = _v1.placeholder(tf.float32, [1, 8, 8, 3], name="x")
+        scale = _v1.placeholder_with_default(np.float32(3e5), [], name="scale")  # not folded into the filter
+        scaled = tf.multiply(x, scale, name="scaled")      # float32: finite
+        conv = tf.nn.conv2d(scaled, tf.constant(np.full((3, 3, 3, 4), 1e-6, np.float32)), 1, "SAME", name="conv")
+        tf.reduce_sum(conv, name="out")
+    config = npu_config("mixed", str(tmp_path), enable_dump=False, enable_dump_debug=True)
+    run(graph, config, [{"x:0": np.ones((1, 8, 8, 3), np.float32)}])
+    records = read_overflow(str(tmp_path))
+    assert [record["step"] for record in records] == [0]
+    first = records[0]["first"]
+    assert first["op"].startswith("scaled/NpuSim") and first["inserted_by"] == "precision"
+    assert first["producer"] == "scaled" and "conv" in first["consumers"] and first["count"] == 192
+    assert "scaled" not in {entry["op"] for entry in records[0]["ops"]}    # its float32 output is finite
+    assert cli_main(["overflow", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["first"]["producer"] == "scaled"
+
+
+def test_dump_layout_names_turn_files():
+    from npu_sim_bridge.passes.dump import layout
+
+    assert layout.turn_of("000003.output.0.iter_2_5.npy", "000003.output.0") == "2_5"
+    assert layout.turn_of("000003.output.0.npy", "000003.output.0") == ""
+    assert layout.turn_of("000003.output.1.npy", "000003.output.0") is None
