@@ -8,7 +8,8 @@
 5. compare with the fusion-off dump: the divergence is gone.
 Under allow_mix_precision a fused MatMul+BiasAdd rounds to float16 once, after adding the bias, where
 the unfused pair rounds the MatMul result first: that is the divergence found here.
-Run:  python examples/fusion_debugging.py [--workdir DIR]
+Run:  python examples/fusion_debugging.py [--workdir DIR]   (or: npu-sim run examples/fusion_debugging.py, which
+      builds tf.compat.v1.layers variables as TF1 reference variables)
 """
 
 import argparse
@@ -105,6 +106,10 @@ def main(workdir, hand_built=False):
         print("   no divergence: fusion is not the cause")
         return None, None
     row, rules = fused_rules_of(result)
+    if not rules:
+        print(f"   the first divergent op {row.op} ({row.type_b or row.type}) is not a fused op: fusion is not "
+              "where the runs part; look at that op's inputs in the dumps")
+        return result, None
     culprit = rules[0]
     print(f"   the first divergent op {row.op} is a {row.type_b} made by {', '.join(rules)}; switching off {culprit}")
 

@@ -80,13 +80,16 @@ class GraphDump:
         return not ranges or any(low <= step <= high for low, high in ranges)
 
     def why_missing(self, step: int, entry: dict) -> str | None:
-        """None when the tensor has a file at `step`; else why it has none, as far as the dump tells."""
+        """None when the tensor has a file at `step`; else why it has none, as far as the dump tells:
+        "<kind>: <detail>", kind one of branch not taken, step not asked for, step not run, loop ran no turn,
+        not written."""
         if self.turns(step, entry):
             return None
         if not self.asked(step):
-            return f"step {step} not asked for (dump_step {self.manifest.get('options', {}).get('dump_step')!r})"
+            return (f"step not asked for: step {step} is outside dump_step "
+                    f"{self.manifest.get('options', {}).get('dump_step')!r}")
         if step not in self.steps():
-            return f"step {step} was not run (or not reached) in this dump"
+            return f"step not run: step {step} was not run (or not reached) in this dump"
         branches = {b["id"]: b for b in self.manifest.get("branches", [])}
         for number in entry.get("branches", []):
             if not self.branch_taken(step, number):
@@ -94,8 +97,8 @@ class GraphDump:
                 return (f"branch not taken: in the {'true' if branch.get('port') else 'false'} branch of "
                         f"{branch.get('switch', '?')} at step {step}")
         if entry.get("frame"):
-            return f"the while loop {entry['frame']} ran no turn at step {step}"
-        return f"not written at step {step} (the run stopped while writing, or the file was removed)"
+            return f"loop ran no turn: the while loop {entry['frame']} ran no turn at step {step}"
+        return f"not written: at step {step} (the run stopped while writing, or the file was removed)"
 
     def missing(self, step: int) -> dict[str, list[dict]]:
         """The manifest's tensors with no file at `step`, grouped by why."""

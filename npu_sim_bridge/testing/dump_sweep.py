@@ -27,7 +27,7 @@ MODES = {
     "float32": {"sim_passes": "fusion,placement,partition,dump"},
     "mixed": {"precision_mode": "allow_mix_precision"},
 }
-EXPLAINED = ("branch not taken", "step")   # reasons for a missing file that are not a lost write
+EXPLAINED = ("branch not taken", "step not asked for")   # reasons for a missing file that are not a lost write
 
 
 @dataclasses.dataclass
