@@ -4,7 +4,8 @@ No NPU knowledge lives here; npu_sim_bridge's launcher (cli/run.py) turns it on 
 registers what only the simulator has (tf.contrib.mixed_precision: contrib.register_module).
 
   view.py          the module objects a TF1 script sees: `tensorflow`, tensorflow.python and Keras (TF 1.15 names)
-  hook.py          the import hook: the script's own `import tensorflow` gets the view; libraries the real module
+  hook.py          the import hook: the script's own `import tensorflow` (or `tensorflow_core`, TF 1.15's own package
+                   name) gets the view; libraries the real module
   internals.py     TF 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped
   keras_compat.py  the same for Keras (tensorflow.python.keras, tf.keras); keras_attributes.py: TF 1.15's private
                    Keras attributes (Layer._layers, Conv._convolution_op, ...)
@@ -15,7 +16,9 @@ registers what only the simulator has (tf.contrib.mixed_precision: contrib.regis
                    graph_editor.py / graph_editor_edit.py / graph_editor_copy.py (tf.contrib.graph_editor)
   graph_transforms.py, graph_transforms_fold.py   tensorflow.tools.graph_transforms.TransformGraph
   mnist.py         tensorflow.examples.tutorials.mnist.input_data from local files
-  resolve.py       what a `tensorflow...` path gives a script (for `npu-sim check`)
+  contrib_paths.py deep tf.contrib paths TF 1.15 scripts import (tpu_ops, audio_ops, tensor_util, datasets.base, ...)
+  packages.py      TensorFlow's companion packages (tensorflow_hub, ...): the pip command that works with TF 2.15
+  resolve.py       what an import statement or attribute chain gives a script, found by running it (`npu-sim check`)
 """
 
 from npu_sim_bridge.tf1compat.errors import TF1AttributeError, TF1CompatWarning, TF1ContribError

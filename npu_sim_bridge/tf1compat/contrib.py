@@ -33,8 +33,8 @@ import warnings
 
 import tensorflow as tf
 
-from npu_sim_bridge.tf1compat import (all_reduce, contrib_estimator, contrib_misc, contrib_more, graph_matcher, rnn_more,
-                                     seq2seq, slim)
+from npu_sim_bridge.tf1compat import (all_reduce, contrib_estimator, contrib_misc, contrib_more, contrib_paths,
+                                     graph_matcher, rnn_more, seq2seq, slim)
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
 from npu_sim_bridge.tf1compat.hparams import HParams
 
@@ -105,6 +105,7 @@ DEEP_MODULES = dict(slim.DEEP_MODULES, **{
     "compiler.xla": "tensorflow.python.compiler.xla.xla",
     "staging.python.ops.data_flow_ops": "tensorflow.python.ops.data_flow_ops",
     **contrib_misc.DEEP_MODULES,
+    **contrib_paths.DEEP_MODULES,
     "saved_model.python.saved_model.reader": "tensorflow.python.tools.saved_model_utils",
 })
 
@@ -114,6 +115,8 @@ def _mnist_module(kind):
         from npu_sim_bridge.tf1compat import mnist
 
         datasets = mnist.learn_datasets_module()
+        datasets.base = ContribModule("learn.python.learn.datasets.base", contrib_paths.learn_datasets_base_names(),
+                                      doc="tensorflow.contrib.learn.python.learn.datasets.base")
         return datasets if kind == "datasets" else datasets.mnist
     return build
 
@@ -140,6 +143,12 @@ DEEP_FACTORIES = {
                                          (_V1.nn.rnn_cell,)),
     "cudnn_rnn.python.ops.cudnn_rnn_ops": _combined("cudnn_rnn.python.ops.cudnn_rnn_ops", rnn_more.cudnn_rnn_names,
                                                     ()),
+    "cudnn_rnn.python.layers": _combined("cudnn_rnn.python.layers", rnn_more.cudnn_rnn_names, ()),
+    "framework.python.framework.tensor_util": _combined("framework.python.framework.tensor_util",
+                                                        contrib_paths.tensor_util_names, ()),
+    "training.python.training.hparam": lambda: ContribModule("training.python.training.hparam", {"HParams": HParams}),
+    **{f"mixed_precision.python.{name}": _via("mixed_precision") for name in ("loss_scale_manager",
+                                                                            "loss_scale_optimizer")},
     "cudnn_rnn.python.layers.cudnn_rnn": _combined("cudnn_rnn.python.layers.cudnn_rnn", rnn_more.cudnn_rnn_names,
                                                    ()),
     **{path: (lambda path=path: ContribModule(path, seq2seq.seq2seq_names(), contrib_more.seq2seq_bases(),
@@ -206,6 +215,8 @@ class ContribModule(types.ModuleType):
                                                 f"{name}") if isinstance(value, dict) else value
 
     def __getattr__(self, name):
+        if name == "__all__":  # `from tensorflow.contrib.<module> import *`: every public name it resolves
+            return self.__dir__()
         if name.startswith("__"):
             raise AttributeError(name)
         for base in self.__dict__["_npu_sim_bases"]:
@@ -353,7 +364,9 @@ class Contrib(types.ModuleType):
                           f"{'use ' + replacement if replacement else 'no direct replacement'}); "
                           "the script goes on, but using any of its names will fail", TF1CompatWarning,
                           stacklevel=_caller_stacklevel())
-            module = ContribModule(name, doc=_missing_message(name, replacement))
+            module = ContribModule(name, contrib_paths.unusable_names(
+                name, lambda symbol: _missing_message(f"{name}.{symbol}", replacement)),
+                                   doc=_missing_message(name, replacement))
         else:
             raise TF1ContribError(f"module 'tensorflow.contrib' has no attribute {name!r}: TensorFlow 1.15's "
                                   f"tf.contrib had no module {name!r} either; check the spelling")
@@ -376,10 +389,15 @@ def contrib_module():
 
 
 def import_contrib(parts):
-    """The module `import tensorflow.contrib.<parts>` gives, or ModuleNotFoundError naming it and what to use."""
-    deep = _deep_module(".".join(parts)) if parts else None
-    if deep is not None:
-        return deep
+    """The module `import tensorflow.contrib.<parts>` gives, or ModuleNotFoundError naming it and what to use.
+
+    A deep path with a module of its own (DEEP_MODULES, DEEP_FACTORIES) is that module; any other path is
+    walked attribute by attribute from tf.contrib, so `import tensorflow.contrib.layers` gives the very
+    module `tf.contrib.layers` is, whose names a `from ... import` then finds.
+    """
+    path = ".".join(parts)
+    if path in DEEP_FACTORIES or path in DEEP_MODULES or path in slim.DEEP_COMBINED:
+        return _deep_module(path)
     current = contrib_module()
     for index, part in enumerate(parts):
         name = "tensorflow.contrib." + ".".join(parts[:index + 1])

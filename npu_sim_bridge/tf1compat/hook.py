@@ -9,7 +9,7 @@ import threading
 
 import tensorflow as _tf
 
-from npu_sim_bridge.tf1compat import keras_compat
+from npu_sim_bridge.tf1compat import keras_compat, packages
 from npu_sim_bridge.tf1compat.errors import TF1AttributeError
 from npu_sim_bridge.tf1compat.view import tf1_module, tf1_submodule
 
@@ -102,11 +102,27 @@ def _import_for_user_code(name, fromlist):
     return tf1_module()
 
 
+def tensorflow_name(name):
+    """`name` as a module of `tensorflow` (tensorflow_core.X, TensorFlow 1.15's own package name, is tensorflow.X),
+    or None when it is not one."""
+    top, dot, rest = name.partition(".")
+    if top in ("tensorflow", "tensorflow_core"):
+        return "tensorflow" + dot + rest
+    return None
+
+
 def _tf1_import(name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
-    """builtins.__import__ while the TF1 API is on: `tensorflow` imports in user code get the TF1 view."""
-    if level == 0 and name.startswith("tensorflow") and (len(name) == 10 or name[10] == ".") \
-            and is_user_code(globals):
-        return _import_for_user_code(name, fromlist)
+    """builtins.__import__ while the TF1 API is on: `tensorflow` (and `tensorflow_core`) imports in user code get
+    the TF1 view; a TensorFlow package that is not installed says which version to install (packages.py)."""
+    if level == 0 and name.startswith("tensorflow") and is_user_code(globals):
+        tf_name = tensorflow_name(name)
+        if tf_name is not None:
+            return _import_for_user_code(tf_name, fromlist)
+        try:
+            return _original_import(name, globals, locals, fromlist, level)
+        except ModuleNotFoundError as error:
+            packages.raise_with_install_hint(error)
+            raise
     return _original_import(name, globals, locals, fromlist, level)
 
 
@@ -157,5 +173,5 @@ def tf1_api(script=None):
 
 # Files whose frames a script's traceback leaves out when they end it (the import/attribute plumbing).
 PLUMBING_FILES = frozenset(convert(os.path.join(os.path.dirname(__file__), name))
-                           for name in ("hook.py", "view.py", "contrib.py")
+                           for name in ("hook.py", "view.py", "contrib.py", "contrib_paths.py")
                            for convert in (os.path.abspath, os.path.realpath))

@@ -81,6 +81,22 @@ def _record_gradient(op_name, inputs, attrs, results, name=None):
     return backprop.record_gradient(op_name, inputs, attrs, results)
 
 
+def _tracking_module():
+    """TensorFlow 1.15's tensorflow.python.training.tracking.tracking: its classes, now in tensorflow.python.trackable."""
+    import types
+
+    from tensorflow.python.trackable import asset, autotrackable, resource
+
+    module = types.ModuleType("tensorflow.python.training.tracking.tracking", _tracking_module.__doc__)
+    for source, names in ((autotrackable, ("AutoTrackable",)), (asset, ("Asset",)),
+                          (resource, ("CapturableResource", "TrackableResource", "ResourceTracker",
+                                      "resource_tracker_scope"))):
+        for name in names:
+            setattr(module, name, getattr(source, name))
+    module.TrackableAsset = asset.Asset  # TensorFlow 1.15's older name of Asset
+    return module
+
+
 # module -> name -> (where TensorFlow 2.15 has it, factory)
 TABLE = {
     "tensorflow.python.framework.graph_util": {
@@ -109,11 +125,14 @@ TABLE = {
     },
     "tensorflow.python.ops.rnn_cell_impl": {
         "_like_rnncell": ("a check of the cell's attributes", lambda: _like_rnncell),
+        "_Linear": ("npu_sim_bridge.tf1compat.rnn_more._Linear (kernel and bias in the current variable scope)",
+                    _attr("npu_sim_bridge.tf1compat.rnn_more", "_Linear")),
     },
     "tensorflow.python.framework.ops": {
         "Tensor": ("tf.Tensor", lambda: tf.Tensor),
         "IndexedSlices": ("tf.IndexedSlices", lambda: tf.IndexedSlices),
-        "IndexedSlicesValue": ("tf.compat.v1.IndexedSlicesValue", lambda: _V1.IndexedSlicesValue),
+        "IndexedSlicesValue": ("tensorflow.python.framework.indexed_slices.IndexedSlicesValue",
+                               _attr("tensorflow.python.framework.indexed_slices", "IndexedSlicesValue")),
         "SparseTensor": ("tf.SparseTensor", lambda: tf.SparseTensor),
         "TensorShape": ("tf.TensorShape", lambda: tf.TensorShape),
         "Dimension": ("tf.compat.v1.Dimension", lambda: _V1.Dimension),
@@ -136,6 +155,12 @@ TABLE = {
     "tensorflow.python.distribute": {
         "distribution_strategy_context": ("tensorflow.python.distribute.distribute_lib",
                                           _module("tensorflow.python.distribute.distribute_lib")),
+    },
+    "tensorflow.python.trackable": {  # what tensorflow.python.training.tracking held in TensorFlow 1.15
+        "tracking": ("tensorflow.python.trackable.autotrackable, .asset and .resource", _tracking_module),
+        "util": ("tensorflow.python.checkpoint.checkpoint", _module("tensorflow.python.checkpoint.checkpoint")),
+        "graph_view": ("tensorflow.python.checkpoint.graph_view", _module("tensorflow.python.checkpoint.graph_view")),
+        "object_identity": ("tensorflow.python.util.object_identity", _module("tensorflow.python.util.object_identity")),
     },
     "tensorflow.python.training": {
         "tracking": ("tensorflow.python.trackable", _module("tensorflow.python.trackable")),

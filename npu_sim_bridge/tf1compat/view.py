@@ -59,25 +59,36 @@ class PythonView(types.ModuleType):
                 self.__dict__[attr] = getattr(real, attr)
 
     def __getattr__(self, name):
+        if name == "__all__":
+            return self._npu_sim_star_names()
         if name.startswith("__"):
             raise AttributeError(name)
         real = self.__dict__["_npu_sim_real"]
         if name == "keras" and real.__name__ == "tensorflow.python":
             return python_view(importlib.import_module("keras.src"))  # TF 1.15's tf.keras is keras 2.15's keras.src
-        missing = object()
+        missing = object()  # a module attribute may be None (keras.src.applications' `layers`): not the same
         value = getattr(real, name, missing)
         if value is missing:
             value = internals.lookup(real.__name__, name, missing)
+        if value is missing and hasattr(real, "__path__"):
+            value = _import_submodule(f"{real.__name__}.{name}") or missing
         if value is missing:
-            value = _import_submodule(f"{real.__name__}.{name}") if hasattr(real, "__path__") else None
-        if value is None:
             value = _legacy_keras_twin(real.__name__, name)
-        if value is None:
-            raise AttributeError(f"module {real.__name__!r} has no attribute {name!r}")
+            if value is None:
+                raise AttributeError(f"module {real.__name__!r} has no attribute {name!r}")
         return python_view(value)
 
     def __setattr__(self, name, value):
         setattr(self.__dict__["_npu_sim_real"], name, value)
+
+    def _npu_sim_star_names(self):
+        """What `from <this module> import *` binds: the real module's own star names (its __all__, else its
+        public names), and the public TF 1.15 names internals.py adds to it."""
+        real = self.__dict__["_npu_sim_real"]
+        added = [name for name in internals.names(real.__name__) if not name.startswith("_")]
+        twin = _legacy_keras_twin_module(real.__name__)  # what Keras 2.15 dropped, from TensorFlow's own copy
+        from_twin = [name for name in _star_names(twin) if getattr(twin, name, None) is not None] if twin else []
+        return list(dict.fromkeys([*_star_names(real), *added, *from_twin]))
 
     def __dir__(self):
         real = self.__dict__["_npu_sim_real"]
@@ -90,16 +101,29 @@ class PythonView(types.ModuleType):
 _views = {}
 
 
+def _star_names(module):
+    """What `from module import *` binds of a plain module: its __all__, else its public names."""
+    names = getattr(module, "__all__", None)
+    return list(names) if names is not None else [name for name in vars(module) if not name.startswith("_")]
+
+
+def _legacy_keras_twin_module(module_name):
+    """TensorFlow 2.15's own legacy copy tensorflow.python.keras.<path> of keras.src.<path>, or None."""
+    if module_name != "keras.src" and not module_name.startswith("keras.src."):
+        return None
+    try:
+        return importlib.import_module("tensorflow.python.keras" + module_name[len("keras.src"):])
+    except ImportError:
+        return None
+
+
 def _legacy_keras_twin(module_name, name):
     """For keras.src.<path>.<name> that Keras 2.15 lacks: TensorFlow 2.15's own legacy copy,
     tensorflow.python.keras.<path>.<name>, as plain `python` imports it; None when that has none either."""
-    if module_name != "keras.src" and not module_name.startswith("keras.src."):
+    twin = _legacy_keras_twin_module(module_name)
+    if twin is None:
         return None
-    twin_name = "tensorflow.python.keras" + module_name[len("keras.src"):]
-    try:
-        twin = importlib.import_module(twin_name)
-    except ImportError:
-        return None
+    twin_name = twin.__name__
     value = getattr(twin, name, None)
     if value is None and hasattr(twin, "__path__"):
         try:

@@ -48,14 +48,15 @@ print("CONTRIB same_objects", isinstance(optimizer, NPULossScaleOptimizer),
       tf.contrib.tpu.TPUEstimatorSpec is tf.compat.v1.estimator.tpu.TPUEstimatorSpec,
       tf.contrib.rnn.LSTMStateTuple is tf.nn.rnn_cell.LSTMStateTuple)
 
+from tensorflow.contrib.cloud import BigtableClient  # noqa: E402  (imports, as in TensorFlow 1.15; fails when used)
+
 try:
-    tf.contrib.cloud.BigtableClient
+    BigtableClient("project", "instance")
 except AttributeError as error:
     print("CONTRIB error cloud:", error)
-try:
-    from tensorflow.contrib.cudnn_rnn import CudnnLSTM  # noqa: F401
-except ImportError as error:
-    print("CONTRIB error cudnn_rnn:", error)
+from tensorflow.contrib.cudnn_rnn import CudnnLSTM  # noqa: E402  (the very object of tf.contrib.cudnn_rnn)
+
+print("CONTRIB cudnn_rnn same object:", CudnnLSTM is tf.contrib.cudnn_rnn.CudnnLSTM)
 try:
     tf.contrib.not_a_contrib_module
 except AttributeError as error:
