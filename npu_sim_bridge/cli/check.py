@@ -53,9 +53,11 @@ def cmd_check(args):
 def add_check_command(commands):
     parser = commands.add_parser(
         "check", help="list the npu_bridge and TensorFlow 1.15 APIs scripts use, and which `npu-sim run` lacks",
-        description="Reads the Python files (nothing runs) and classes every npu_bridge and TensorFlow 1.15 API "
-                    "they use as provided, provided with a difference, accepted without effect, or missing, with "
-                    "file:line. Exit status 1 when something is missing or a file does not parse (for CI).")
+        description="Reads the Python files and classes every npu_bridge and TensorFlow 1.15 API they use as "
+                    "provided, provided with a difference, accepted without effect, or missing, with file:line. "
+                    "Of the files, only their import statements of TensorFlow, npu_bridge and TensorFlow's "
+                    "companion packages run, each on its own, under the hooks `npu-sim run` uses; nothing else "
+                    "runs. Exit status 1 when something is missing or a file does not parse (for CI).")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="Python files or project folders")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--all", action="store_true", help="also list the APIs provided as they are")
