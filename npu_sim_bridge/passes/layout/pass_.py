@@ -20,6 +20,7 @@ sees), it skips nodes without a device and so every function body, and it leaves
 from __future__ import annotations
 
 from tensorflow.core.framework import function_pb2
+from tensorflow.python.framework import op_def_registry
 
 from npu_sim_bridge.graph.names import node_name, on_gpu
 from npu_sim_bridge.graph.ports import called_by
@@ -49,7 +50,7 @@ class CpuLayoutPass(GraphPass):
         for name in [node.name for node in view.nodes() if source_format(node) is not None]:
             node = view.node(name)
             if on_cpu(node.device) and resolvable(node):
-                done = lay_out(node, ref=lambda producer, _arg: producer, taken=view.__contains__,
+                done = lay_out(node, ref=_graph_ref, taken=view.__contains__,
                                anchor=node_name(first_activation(node)))
                 _apply(view, done)
                 laid.append(done)
@@ -98,9 +99,9 @@ def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[
         node = function.node_def[index]
         if not on_cpu(node.device or call_device) or not resolvable(node):
             continue
-        output_arg = _output_arg(node)
+        output_args = _output_args(node)
         producer = first_activation(node).split(":", 1)[0]
-        done = lay_out(node, ref=lambda name, arg: f"{name}:{arg}:0", taken=taken.__contains__,
+        done = lay_out(node, ref=lambda name, arg, _port: f"{name}:{arg}:0", taken=taken.__contains__,
                        anchor=producer if producer in nodes else None)
         if not done.replacement.device:
             for new in done.added:
@@ -109,24 +110,29 @@ def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[
         for new in done.added:
             function.node_def.add().CopyFrom(new)
             taken.add(new.name)
-        if done.transposed_back:
-            renamed[f"{node.name}:{output_arg}:0"] = f"{node.name}:y:0"
+        if done.transposed_back and len(output_args) == 1:
+            renamed[f"{node.name}:{output_args[0]}:0"] = f"{node.name}:y:0"  # the Transpose's
+        elif done.transposed_back:
+            renamed.update((f"{node.name}:{arg}:0", f"{node.name}:output:{port}")  # the IdentityN's
+                           for port, arg in enumerate(output_args))
         laid.append(done)
     if renamed:
         for node in function.node_def:
             for position, text in enumerate(node.input):
                 if text in renamed:
                     node.input[position] = renamed[text]
-        for key, text in function.ret.items():
-            if text in renamed:
-                function.ret[key] = renamed[text]
+        results = {key: renamed[text] for key, text in function.ret.items() if text in renamed}
+        for key, text in results.items():  # set after the read: a map must not change while it is iterated
+            function.ret[key] = text
     return laid
 
 
-def _output_arg(node) -> str:
-    from tensorflow.python.framework import op_def_registry
+def _graph_ref(name: str, _arg: str, port: int) -> str:
+    return f"{name}:{port}" if port else name
 
-    return op_def_registry.get(node.op).output_arg[0].name
+
+def _output_args(node) -> list[str]:
+    return [arg.name for arg in op_def_registry.get(node.op).output_arg]
 
 
 def _call_devices(view: GraphView, library) -> dict[str, str]:

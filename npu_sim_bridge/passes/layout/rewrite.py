@@ -6,7 +6,8 @@ For an op O in NCHW (NCDHW) the rewrite makes
                                          DataFormatVecPermute of each shape/window vector input
     O/npu_sim_layout/nhwc                O itself in the target layout (attrs permuted), reading those
 and O becomes the Transpose of that node's output back to the source layout, under O's name, so its
-readers, fetches, dumps and report record are unchanged. An op whose output is no activation (a
+readers, fetches, dumps and report record are unchanged (an op with more outputs, a batch norm,
+becomes an IdentityN of that Transpose, O/npu_sim_layout/output_0, and its other outputs). An op whose output is no activation (a
 filter gradient) keeps its name and is rewritten in place: no Transpose back. The Consts take a
 control input from the node that feeds O's first activation, so that in v1 control flow they live in
 O's frame (a Const without inputs lives in the root frame; the GeOp bodies hold whole while frames).
@@ -56,7 +57,9 @@ def resolvable(node) -> bool:
     if op_def is None:
         return False
     layout = OPS[node.op]
-    ports = [op_def.input_arg[i] for i in layout.tensors + layout.vectors] + [op_def.output_arg[0]]
+    ports = [op_def.input_arg[i] for i in layout.tensors + layout.vectors] + list(op_def.output_arg)
+    if any(arg.number_attr or arg.type_list_attr for arg in op_def.output_arg):
+        return False  # the rewrite names outputs one per arg
     return all(_dtype(node, arg) is not None for arg in ports)
 
 
@@ -66,12 +69,12 @@ def first_activation(node) -> str:
     return data[OPS[node.op].tensors[0]]
 
 
-def lay_out(node, ref: Callable[[str, str], str], taken: Callable[[str], bool],
+def lay_out(node, ref: Callable[[str, str, int], str], taken: Callable[[str], bool],
             anchor: str | None) -> LaidOut:
     """The rewrite of `node` (a NodeDef with source_format(node) set; see the module docstring).
 
-    `ref(name, output_arg)`: how an input names output 0 of node `name` whose first output arg is
-    `output_arg`. `taken(name)`: whether a name is in use. `anchor`: the node the Consts take a
+    `ref(name, output_arg, port)`: how an input names output `port` of node `name`, the only output of
+    its arg `output_arg`. `taken(name)`: whether a name is in use. `anchor`: the node the Consts take a
     control input from (the producer of `first_activation(node)`), or None where it is none (a
     function's argument: the op is then in the body's root frame).
     """
@@ -97,15 +100,15 @@ def lay_out(node, ref: Callable[[str, str], str], taken: Callable[[str], bool],
     inputs = list(data)
     for index in layout.tensors:
         dtype = _dtype(node, op_def.input_arg[index])
-        added.append(_node(fresh(f"input_{index}"), "Transpose", [data[index], ref(perm_in_name, "output")],
+        added.append(_node(fresh(f"input_{index}"), "Transpose", [data[index], ref(perm_in_name, "output", 0)],
                            device, T=_type(dtype), Tperm=_type(types_pb2.DT_INT32)))
-        inputs[index] = ref(added[-1].name, "y")
+        inputs[index] = ref(added[-1].name, "y", 0)
     for index in layout.vectors:
         dtype = _dtype(node, op_def.input_arg[index])
         added.append(_node(fresh(f"input_{index}"), "DataFormatVecPermute", [data[index]], device,
                            T=_type(dtype), src_format=attr_value_pb2.AttrValue(s=source),
                            dst_format=attr_value_pb2.AttrValue(s=target)))
-        inputs[index] = ref(added[-1].name, "y")
+        inputs[index] = ref(added[-1].name, "y", 0)
 
     running = node_def_pb2.NodeDef()
     running.CopyFrom(node)
@@ -128,9 +131,19 @@ def lay_out(node, ref: Callable[[str, str], str], taken: Callable[[str], bool],
     running.name = fresh("nhwc" if len(perm_in) == 4 else "ndhwc")
     added.append(running)
     perm_out_name = _const(added, fresh("perm_out"), perm_out, device, controls_of_consts, before=running)
-    output_arg = op_def.output_arg[0].name
-    back = _node(node.name, "Transpose", [ref(running.name, output_arg), ref(perm_out_name, "output")], device,
-                 T=_type(_dtype(node, op_def.output_arg[0])), Tperm=_type(types_pb2.DT_INT32))
+    outputs = op_def.output_arg
+    transpose = dict(T=_type(_dtype(node, outputs[0])), Tperm=_type(types_pb2.DT_INT32))
+    back_input = [ref(running.name, outputs[0].name, 0), ref(perm_out_name, "output", 0)]
+    if len(outputs) == 1:
+        back = _node(node.name, "Transpose", back_input, device, **transpose)
+        return LaidOut(node.op, added, back, source.decode(), target.decode(), transposed_back=True)
+    # Several outputs (a batch norm's statistics, which have no layout): O becomes an IdentityN of the
+    # transposed activation and the other outputs as they are, port for port.
+    added.append(_node(fresh("output_0"), "Transpose", back_input, device, **transpose))
+    types = attr_value_pb2.AttrValue()
+    types.list.type.extend(_dtype(node, arg) for arg in outputs)
+    back = _node(node.name, "IdentityN", [ref(added[-1].name, "y", 0)] +
+                 [ref(running.name, arg.name, port) for port, arg in enumerate(outputs) if port], device, T=types)
     return LaidOut(node.op, added, back, source.decode(), target.decode(), transposed_back=True)
 
 
