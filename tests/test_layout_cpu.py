@@ -26,7 +26,7 @@ LAID_OUT_OPS = {
     "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
     "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
     "MaxPool", "MaxPoolGrad", "MaxPoolV2", "MaxPoolGradV2", "AvgPool", "AvgPoolGrad",
-    "MaxPool3D", "MaxPool3DGrad", "AvgPool3D", "AvgPool3DGrad",
+    "MaxPool3D", "MaxPool3DGrad", "AvgPool3D", "AvgPool3DGrad", "FusedBatchNormV3", "FusedBatchNormGradV3",
 }
 
 

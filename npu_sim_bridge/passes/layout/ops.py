@@ -8,7 +8,8 @@ and the 3D pools, but not MaxPoolV2, MaxPoolGradV2, MaxPoolGradGrad, MaxPool3DGr
 nor any float16 op (what sim_fp16_execution=native runs); _FusedConv2D, which the fusion pass makes
 as the NPU fuses, takes NHWC only. So every op below is laid out on the CPU,
 whatever the machine: a graph runs the same kernels everywhere. FusedBatchNorm (all versions, and
-their gradients, 4D and 5D), BiasAdd and BiasAddGrad have NCHW CPU kernels and are left as they are.
+their gradients, 4D and 5D) has NCHW CPU kernels, and is laid out for another reason (below); BiasAdd
+and BiasAddGrad have NCHW CPU kernels and are left as they are.
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ OPS: dict[str, OpLayout] = {
     "MaxPool3DGrad": OpLayout((0, 1, 2), lists=_POOL),
     "MaxPool3DGradGrad": OpLayout((0, 1, 2), lists=_POOL),
     "AvgPool3DGrad": OpLayout((1,), vectors=(0,), lists=_POOL),
+    # Batch norms have NCHW CPU kernels, but oneDNN's (enabled by default on CPUs with AVX-512 VNNI)
+    # sums in another order than its NHWC one: laid out, an NCHW model follows its NHWC twin within
+    # float32 rounding on every machine (benchmarks/bench_layout.py, oneDNN on: variables 1.4e-5 apart
+    # after 3 steps with the batch norms left NCHW, 3e-8 after 20 steps with them laid out).
+    "FusedBatchNorm": OpLayout((0,)),
+    "FusedBatchNormV2": OpLayout((0,)),
+    "FusedBatchNormV3": OpLayout((0,)),
+    "FusedBatchNormGrad": OpLayout((0, 1)),
+    "FusedBatchNormGradV2": OpLayout((0, 1)),
+    "FusedBatchNormGradV3": OpLayout((0, 1)),
     "SpaceToDepth": OpLayout((0,)),
     "DepthToSpace": OpLayout((0,)),
 }
