@@ -26,7 +26,9 @@ PACKAGES = {
                                                                        "distribution, which tensorflow-cpu already is: "
                                                                        "hence --no-deps"),
     "tensorflow_lite_support": ("tflite-support==0.4.4", "it needs protobuf<4, which pip installs in place of "
-                                                         "protobuf 4 (TensorFlow 2.15 accepts protobuf 3.20)"),
+                                                         "protobuf 4 (TensorFlow 2.15 accepts protobuf 3.20); its "
+                                                         "wheel has no custom_ops, which only a build of the "
+                                                         "tflite-support sources has"),
     "tensorflowjs": ("tensorflowjs==4.15.0", "it pulls the `tensorflow` distribution, jax and "
                                              "tensorflow-decision-forests: use a separate environment"),
 }
@@ -46,7 +48,8 @@ def install_hint(package):
     return (f"{package} is a separate package, not part of TensorFlow, and it is not installed: "
             f"pip install {requirement} (the version that works with TensorFlow 2.15"
             f"{'; ' + why if why else ''})"
-            + ("; or the common ones at once: pip install npu_sim_bridge[tf-packages]" if package in IN_EXTRA else ""))
+            + ("; or the common ones at once, in the npu_sim_bridge checkout: pip install '.[tf-packages]'"
+               if package in IN_EXTRA else ""))
 
 
 def raise_with_install_hint(error):
