@@ -114,7 +114,7 @@ def _dump(folder, values, steps=(0,), overflow=None):
         regions["GeOp1_0"] = entries
         path = os.path.join(folder, layout.OVERFLOW_DIR, f"{layout.STEP_PREFIX}0")
         os.makedirs(path)
-        _write(os.path.join(path, "GeOp1_0.npy"), overflow)
+        _write(os.path.join(path, entries[-1]["file"]), overflow)  # the count of a flagged output
     os.makedirs(folder, exist_ok=True)
     layout.write_manifest(folder, {"format": layout.FORMAT, "graph_id": "graph_1",
                                    "source_graph": {"fingerprint": str(sorted(nodes.items())), "nodes": nodes},

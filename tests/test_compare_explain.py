@@ -39,9 +39,6 @@ def write_dump(folder, values, extra=None, steps=(0,), dump_step="0", skip=()):
     return folder
 
 
-UNSEEDED = {"init": {"random": "unseeded"}, "w/read": {"variable": "w"}}
-
-
 def two_runs(tmp_path, mm_b=2.0):
     """A and B: an unseeded initializer (different draws, so its variable read differs too) and a MatMul."""
     ones = np.ones(3, np.float32)
@@ -92,7 +89,8 @@ def test_missing_files_are_reported_with_the_reason(tmp_path, capsys):
     text = "\n".join(result.warnings)
     assert "step 1 is dumped in B only, not compared: A's dump_step ('0') did not ask for it" in text
     assert "A (a) step 0: 1 of 2 tensors the manifest lists have no file (1 branch not taken)" in text
-    assert "B (b) step 0: 1 of 2 tensors the manifest lists have no file (1 not written): 1 not written: at step 0" in text
+    assert ("B (b) step 0: 1 of 2 tensors the manifest lists have no file (1 not written): "
+            "1 not written: at step 0") in text
 
 
 def test_a_dump_whose_manifest_lists_tensors_but_no_step_was_written_is_warned_about(tmp_path, capsys):

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from npu_sim_bridge.cli.main import main as cli_main
-from npu_sim_bridge.dumps import compare_dumps, find_dumps, read_overflow
+from npu_sim_bridge.dumps import compare_dumps, read_overflow
 from npu_sim_bridge.testing import models, zoo
 from npu_sim_bridge.testing.dump_sweep import npu_config, training_dump
 
@@ -15,7 +15,7 @@ _v1 = tf.compat.v1
 
 
 def cond_graph(control_flow="v1"):
-    """out = sum(cond(pred, x @ 100s, x * 2)): the true branch overflows float16 when x is 100."""
+    """out = sum(cond(pred, x @ 100s, x / 1000) ** 2): the true branch overflows float16 when x is 100."""
     with models._control_flow(control_flow):
         graph = tf.Graph()
         with graph.as_default():
@@ -23,7 +23,7 @@ def cond_graph(control_flow="v1"):
             pred = _v1.placeholder(tf.bool, [], name="pred")
             weights = tf.constant(np.full((8, 8), 100.0, np.float32))
             branch = tf.cond(pred, lambda: tf.nn.relu(tf.matmul(x, weights, name="big_mm"), name="big_relu"),
-                             lambda: tf.multiply(x, 2.0, name="small"), name="choose")
+                             lambda: tf.multiply(x, 0.001, name="small"), name="choose")
             tf.reduce_sum(tf.square(branch), name="out")
     return graph
 
@@ -146,6 +146,8 @@ def test_overflow_in_a_rounding_the_precision_pass_inserted_names_it_and_its_pro
     assert "scaled" not in {entry["op"] for entry in records[0]["ops"]}    # its float32 output is finite
     assert cli_main(["overflow", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["first"]["producer"] == "scaled"
+    assert cli_main(["overflow", str(tmp_path)]) == 0
+    assert "192 non-finite values; inserted by the precision pass after scaled for conv" in capsys.readouterr().out
 
 
 def test_dump_layout_names_turn_files():

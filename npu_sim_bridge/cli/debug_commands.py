@@ -96,8 +96,14 @@ def cmd_overflow(args) -> int:
         first = record["first"]
         fused = f", fused by {' then '.join(first['fusion'])}" if first.get("fusion") else ""
         kind = f", {first['kind']}" if first.get("kind") else ""
-        print(f"step {record['step']}: first overflowing op {first['op']} ({first['type']}, {first['dtype']}{fused}{kind}) "
-              f"output {first['slot']}; {len(record['ops'])} op output(s) overflowed  [{record['graph']}]")
+        turn = f" in loop turn {first['turn']}" if first.get("turn") else ""
+        inserted = (f"; inserted by the {first['inserted_by']} pass after {first['producer']}"
+                    f"{':' + str(first['producer_slot']) if first.get('producer_slot') else ''} for "
+                    f"{', '.join(first.get('consumers', [])) or 'its users'}" if first.get("inserted_by") else "")
+        count = f", {first['count']} non-finite values" if first.get("count") else ""
+        print(f"step {record['step']}: first overflowing op {first['op']} "
+              f"({first['type']}, {first['dtype']}{fused}{kind}) output {first['slot']}{turn}{count}{inserted}; {len(record['ops'])} op output(s) overflowed  "
+              f"[{record['graph']}]")
     return 0
 
 

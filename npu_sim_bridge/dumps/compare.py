@@ -229,7 +229,8 @@ def compare_dumps(path_a: str, path_b: str, atol: float = 0.0, rtol: float = 0.0
     empty = [f"{label} {dump.folder}: the manifest lists {len(dump.tensors)} tensors but no step was written "
              f"(dump_step {dump.manifest.get('options', {}).get('dump_step')!r}: did the run reach one of those "
              "steps of this graph?); not compared"
-             for label, found in (("A", found_a), ("B", found_b)) for dump in found if not dump.steps() and dump.tensors]
+             for label, found in (("A", found_a), ("B", found_b))
+             for dump in found if not dump.steps() and dump.tensors]
     for label, path, dumps in (("DUMP_A", path_a, dumps_a), ("DUMP_B", path_b, dumps_b)):
         if not dumps:
             raise DumpMismatchError(f"{label} {path!r} holds manifests but no dumped step; run the graph with "

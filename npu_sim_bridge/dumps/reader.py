@@ -201,7 +201,8 @@ def read_overflow(path: str) -> list[dict]:
             for entry in entries:
                 for turn in dump.turns(step, entry, layout.OVERFLOW_DIR):
                     name = entry["file"] if not turn else entry["file"][:-len(".npy")] + f"{layout.TURN_MARK}{turn}.npy"
-                    count = load_npy(os.path.join(dump.folder, layout.OVERFLOW_DIR, f"{layout.STEP_PREFIX}{step}", name))
+                    folder = os.path.join(dump.folder, layout.OVERFLOW_DIR, f"{layout.STEP_PREFIX}{step}")
+                    count = load_npy(os.path.join(folder, name))
                     flagged.append(dict(entry, count=int(count), turn=turn))
             flagged.sort(key=lambda entry: (entry["order"], entry["slot"], _turn_key(entry["turn"])))
             if flagged:

@@ -198,8 +198,9 @@ def table(checks, results=None) -> str:
                      f"{why[:40]:<40} {missed!s:>12} {check.seconds:>7.1f}")
     for label, result in (results or {}).items():
         first = result.first_divergent
+        row = first[1] if first else None
         lines.append(f"{label}: first divergent op "
-                     + (f"{first[1].op} ({first[1].type_b or first[1].type}) step {first[1].step}" if first else "none"))
+                     + (f"{row.op} ({row.type_b or row.type}) step {row.step}" if row else "none"))
     return "\n".join(lines)
 
 

@@ -26,14 +26,14 @@ from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.passes.base import PassContext
-from npu_sim_bridge.passes.dump import layout
+from npu_sim_bridge.passes.dump import layout, origins
 from npu_sim_bridge.passes.dump.kinds import dtype_name, overflow_kind
 from npu_sim_bridge.passes.dump.npy_graph import DUMPABLE, NodeMaker, as_npu_value, type_attr, write_npy
 from npu_sim_bridge.passes.dump.places import BodyPlaces, FrameValues
 from npu_sim_bridge.passes.fusion.marks import fused_from, fusion_rules
 from npu_sim_bridge.passes.results import NpuPortDtypes
 
-SCOPE = "npu_sim_dump"
+SCOPE = origins.SCOPE
 _SKIPPED_OPS = frozenset({"_Arg", "_Retval", "Const", "NoOp", "Placeholder", "PlaceholderWithDefault"}) | \
     V1_CONTROL_FLOW_OPS
 _FLOAT = frozenset({types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16, types_pb2.DT_DOUBLE})
@@ -120,7 +120,7 @@ class Instrumenter:
             self.order += 1
             info = {"op": name, "type": node.op, "order": order_number, "geop": geop,
                     "fusion": fusion_rules(node), "fused_from": [n for n, _ in fused_from(node)]}
-            info.update(_origin(bview, node, self.view.node(geop), self.view))
+            info.update(origins.origin(bview, node, self.view.node(geop), self.view))
             data = [text for text in node.input if not text.startswith("^")]
             if not inserted:  # the precision pass's Casts and roundings are checked, not dumped
                 ranks = _output_ranks(node)
@@ -144,7 +144,7 @@ class Instrumenter:
             sources = [(text, port.dtype, npu_in[slot] if slot < len(npu_in) else self._held(text, port.dtype))
                        for slot, (text, port) in enumerate(zip(data, inputs))
                        if port.dtype in _FLOAT and not port.is_ref]
-            extra = _inserted_info(bview, node, data) if inserted else {}
+            extra = origins.inserted_info(bview, node, data) if inserted else {}
             for slot, port in enumerate(outputs):
                 if port.dtype in _FLOAT and not port.is_ref:
                     npu = npu_out[slot] if slot < len(npu_out) else port.dtype
@@ -160,14 +160,6 @@ class Instrumenter:
         ref = parse_input(text)
         outs = self.npu_dtypes.get(ref.node, ((), ()))[1]
         return outs[ref.port] if ref.port < len(outs) else graph_dtype
-
-
-def _inserted_info(bview, node, data) -> dict:
-    """What a Cast or rounding the precision pass inserted stands for: the op it rounds and its users."""
-    producer = parse_input(data[0]) if data else None
-    users = sorted({consumer for consumer, _ in bview.data_consumers(parse_input(node.name))})
-    return {"inserted_by": "precision", "producer": producer.node if producer else "",
-            "producer_slot": producer.port if producer else 0, "consumers": users}
 
 
 class _BodyWriter:
@@ -199,14 +191,14 @@ class _BodyWriter:
         if tensor in self._stable:
             return self._stable[tensor]
         view = self.places.view
-        variable = _ref_variable_read_by(view, tensor)
+        variable = origins.ref_variable_read_by(view, tensor)
         if variable is None or self.places.frame(variable):
             self._stable[tensor] = tensor
             return tensor
         copy = self.make.add("Snapshot", [tensor], name="before_update", T=type_attr(dtype))
         trigger = self.make.add("ControlTrigger", ["^" + copy], name="read_before_update")
-        upstream = _ancestors(view, parse_input(tensor).node)
-        for mutator in _mutators(view, variable):
+        upstream = origins.ancestors(view, parse_input(tensor).node)
+        for mutator in origins.mutators(view, variable):
             if mutator not in upstream:  # an update the tensor waits for comes before it anyway
                 view.add_input(mutator, "^" + trigger)
         self._stable[tensor] = copy
@@ -338,89 +330,6 @@ class _BodyWriter:
         one = self.values.const(frame, [1], _INT32, "one_item")
         return make.add("StridedSlice", [shape, first, one, one], name="nonfinite_count", T=type_attr(_INT64),
                         Index=type_attr(_INT32), shrink_axis_mask=1)
-
-
-RANDOM_OPS = frozenset({
-    "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
-    "Multinomial", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "ParameterizedTruncatedNormal",
-})
-
-
-def _origin(bview, node, call, main) -> dict:
-    """Where an op's values come from when runs may differ without a precision cause: an unseeded random op
-    ({"random": "unseeded"}), or a read of a variable ({"variable": its name}), which compare relates to the
-    variable's initializer."""
-    if node.op in RANDOM_OPS:
-        seeded = node.attr["seed"].i if "seed" in node.attr else 0
-        seeded = seeded or (node.attr["seed2"].i if "seed2" in node.attr else 0)
-        return {} if seeded else {"random": "unseeded"}
-    if node.op not in ("Identity", "Snapshot", "ReadVariableOp") or not node.input or node.input[0].startswith("^"):
-        return {}
-    source = bview.get(parse_input(node.input[0]).node)
-    if source is not None and source.op == "_Arg":  # a resource handle the call passes in
-        index = source.attr["index"].i
-        data = [text for text in call.input if not text.startswith("^")]
-        source = main.get(parse_input(data[index]).node) if index < len(data) else None
-    if source is None or source.op not in ("VariableV2", "Variable", "VarHandleOp"):
-        return {}
-    shared = source.attr["shared_name"].s.decode("utf-8", "replace") if "shared_name" in source.attr else ""
-    return {"variable": shared or source.name}
-
-
-_FORWARDING = frozenset({"Identity", "RefIdentity", "Switch", "RefSwitch"})
-
-
-def _mutators(view, variable: str) -> list[str]:
-    """The ops that change a reference variable in place: consumers, through Identity and Switch, that take it
-    as a ref input (Assign, AssignSub, ApplyMomentum, ScatterAdd, ...)."""
-    from tensorflow.python.framework import op_def_registry
-
-    found, seen, frontier = [], {variable}, [variable]
-    while frontier:
-        producer = frontier.pop()
-        for consumer in view.consumers(producer):
-            if consumer in seen or consumer.startswith(SCOPE + "/"):
-                continue
-            seen.add(consumer)
-            node = view.node(consumer)
-            if node.op in _FORWARDING:
-                frontier.append(consumer)
-                continue
-            op_def = op_def_registry.get(node.op)
-            if op_def is not None and any(arg.is_ref for arg in op_def.input_arg):
-                found.append(consumer)
-    return sorted(found)
-
-
-def _ancestors(view, name: str) -> set[str]:
-    seen, frontier = {name}, [name]
-    while frontier:
-        for text in view.input_texts(frontier.pop()):
-            producer = parse_input(text.lstrip("^")).node
-            if producer not in seen and producer in view:
-                seen.add(producer)
-                frontier.append(producer)
-    return seen
-
-
-def _ref_variable_read_by(view, tensor: str) -> str | None:
-    """The TF1 reference variable whose buffer `tensor` shares (Identity and Switch chains from a VariableV2)."""
-    from npu_sim_bridge.passes.partition.ref_variables import REF_VARIABLE_OPS
-
-    ref = parse_input(tensor)
-    for _ in range(8):
-        node = view.get(ref.node)
-        if node is None:
-            return None
-        if node.op in REF_VARIABLE_OPS:
-            return node.name
-        data = [text for text in node.input if not text.startswith("^")]
-        if node.op not in ("Identity", "RefIdentity", "Switch", "RefSwitch") or not data:
-            return None
-        if node.op in ("Identity", "RefIdentity") and len(node.input) != 1:
-            return None  # an Identity with control inputs may itself wait for an update: not followed
-        ref = parse_input(node.input[0])
-    return None
 
 
 def _output_ranks(node) -> dict[int, int | None]:
