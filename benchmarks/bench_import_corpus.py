@@ -24,7 +24,7 @@ from npu_sim_bridge.testing import import_corpus  # noqa: E402  (after the path 
 
 def _share(label, passing_total):
     passing, total = passing_total
-    print(f"{label}: {passing}/{total} model folders ({100 * passing / total:.1f}%)")
+    print(f"{label}: {passing}/{total} model folders ({100 * passing / total:.2f}%)")
 
 
 def main(argv=None):

@@ -39,8 +39,6 @@ NOT_IN_TF115 = {
 # Statements naming what TensorFlow 1.15 or npu_bridge had and npu_sim_bridge does not provide, with why.
 KNOWN_GAPS = {
     "from npu_bridge.npu_cpu.lru_cache import *": "npu_cpu's host-embedding LRU cache ops are not simulated",
-    "from tensorflow.contrib.model_pruning.python import pruning":
-        "tf.contrib.model_pruning's successor, tensorflow_model_optimization.sparsity, has another API",
     **dict.fromkeys((f"from tensorflow.contrib.quantize.python import {name}" for name in
                      ("common", "input_to_ops", "quant_ops")),
                     "the internals of tf.contrib.quantize's rewriting (tf.contrib.quantize is accepted without effect)"),

@@ -19,6 +19,7 @@ Mapped (names resolve to working objects; each module's table below says onto wh
   crf, seq2seq       tensorflow_addons.text / .seq2seq (seq2seq's TF1 Helpers, BasicDecoder, dynamic_decode:
                      seq2seq.py);  sparsemax, resampler: tensorflow_addons
   graph_editor       walks, selection, SubGraphView, rerouting and copying on the live graph (graph_editor*.py)
+  model_pruning      magnitude pruning: apply_mask, Pruning's scheduled mask updates (model_pruning.py)
   data, lookup, nn, stateless  their TensorFlow 2.15 names (contrib_more.small_module_names)
   (more)             register_module() adds one (npu_sim_bridge registers mixed_precision: its loss scaling)
 Every other module of TensorFlow 1.15's tf.contrib imports (so an import the script never uses does not
@@ -147,6 +148,7 @@ DEEP_FACTORIES = {
     "framework.python.framework.tensor_util": _combined("framework.python.framework.tensor_util",
                                                         contrib_paths.tensor_util_names, ()),
     "training.python.training.hparam": lambda: ContribModule("training.python.training.hparam", {"HParams": HParams}),
+    "model_pruning.python.pruning": _via("model_pruning"),
     **{f"mixed_precision.python.{name}": _via("mixed_precision") for name in ("loss_scale_manager",
                                                                             "loss_scale_optimizer")},
     "cudnn_rnn.python.layers.cudnn_rnn": _combined("cudnn_rnn.python.layers.cudnn_rnn", rnn_more.cudnn_rnn_names,
@@ -188,6 +190,7 @@ DIFFERENCES = {
     "cudnn_rnn.CudnnGRU": "runs TensorFlow's GRU ops layer by layer: its variables are per-layer kernels and biases, "
                           "not cuDNN's opaque parameter buffer (checkpoints of the cuDNN layer do not load)",
     "recurrent": "runs as tf.compat.v1.nn.dynamic_rnn (a while loop, not the functional Recurrent op)",
+    "model_pruning": "prunes by magnitude without block pruning or per-layer sparsity maps (model_pruning.py)",
     **contrib_misc.DIFFERENCES,
 }
 # tf.contrib paths whose calls are accepted and do nothing, with why.
@@ -319,6 +322,8 @@ _BUILDERS = {
                             lambda: importlib.import_module("npu_sim_bridge.tf1compat.graph_editor_edit").names(),
                             doc="tf.contrib.graph_editor: walks, selection, SubGraphView, reroute, copy (graph_editor*.py)"),
     "estimator": _module("estimator", contrib_estimator.estimator_names, (_V1.estimator,)),
+    "model_pruning": _module("model_pruning", lambda: importlib.import_module(
+        "npu_sim_bridge.tf1compat.model_pruning").pruning_names(), doc="tf.contrib.model_pruning (model_pruning.py)"),
 }
 
 
