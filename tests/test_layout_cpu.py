@@ -270,3 +270,45 @@ def test_native_float16_kernels_run_laid_out():
     assert all(d.dtype_after == "float16" for d in laid_out.values() if d.op == "Conv2D")
     assert np.allclose(first_losses, last_losses, rtol=1e-3, atol=0)
     assert np.allclose(first_kernel, last_kernel, rtol=0, atol=1e-3)
+
+
+def _asymmetric_ops(data_format):
+    """Ops whose attrs differ per dimension (strides, dilations, explicit paddings, windows) and whose
+    shape input is a constant (conv2d_transpose), channels-first or channels-last, on one input."""
+    first = data_format == "channels_first"
+    fmt = "NCHW" if first else "NHWC"
+
+    def dims(h, w):  # a per-dimension list in the op's layout
+        return [1, 1, h, w] if first else [1, h, w, 1]
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = _v1.placeholder(tf.float32, [2, 4, 9, 10] if first else [2, 9, 10, 4])
+        kernel = tf.constant(np.random.default_rng(0).standard_normal((3, 2, 4, 6)).astype(np.float32))
+        padding = [[0, 0], [0, 0], [1, 2], [0, 1]] if first else [[0, 0], [1, 2], [0, 1], [0, 0]]
+        outs = [
+            tf.nn.conv2d(x, kernel, dims(2, 1), padding, data_format=fmt, name="explicit"),
+            tf.nn.conv2d(x, kernel, 1, "SAME", data_format=fmt, dilations=dims(1, 2), name="dilated"),
+            tf.nn.conv2d_transpose(x, tf.constant(np.ones((3, 2, 5, 4), np.float32)),
+                                   [2, 5, 18, 10] if first else [2, 18, 10, 5], dims(2, 1), "SAME",
+                                   data_format=fmt, name="transposed"),
+            tf.nn.avg_pool2d(x, [3, 2], [2, 1], "VALID", data_format=fmt, name="pool"),
+        ]
+    return graph, x, outs
+
+
+def test_per_dimension_attrs_and_constant_shapes_are_permuted():
+    data = np.random.default_rng(2).random((2, 9, 10, 4), dtype=np.float32)
+    results = {}
+    for data_format in channels_first.FORMATS:
+        graph, x, outs = _asymmetric_ops(data_format)
+        npu_sim_bridge.clear_reports()
+        feed = {x: data.transpose(0, 3, 1, 2) if data_format == "channels_first" else data}
+        with _v1.Session(graph=graph, config=_config(precision_mode="force_fp32")) as sess:
+            results[data_format] = sess.run(outs, feed)
+        if data_format == "channels_first":
+            report = max((r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph" and not r.rerun),
+                         key=lambda r: r.nodes_before)
+            assert {d.op for d in _laid_out(report).values()} == {"Conv2D", "Conv2DBackpropInput", "AvgPool"}
+    for first, last in zip(results["channels_first"], results["channels_last"]):
+        assert np.allclose(first, last.transpose(0, 3, 1, 2), rtol=0, atol=1e-5)

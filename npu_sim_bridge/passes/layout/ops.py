@@ -9,7 +9,9 @@ nor any float16 op (what sim_fp16_execution=native runs); _FusedConv2D, which th
 as the NPU fuses, takes NHWC only. So every op below is laid out on the CPU,
 whatever the machine: a graph runs the same kernels everywhere. FusedBatchNorm (all versions, and
 their gradients, 4D and 5D) has NCHW CPU kernels, and is laid out for another reason (below); BiasAdd
-and BiasAddGrad have NCHW CPU kernels and are left as they are.
+and BiasAddGrad have NCHW CPU kernels and are left as they are. SpaceToDepth and DepthToSpace in NCHW
+cannot be helped here: their CPU kernels are registered for NHWC only, so TensorFlow's placer refuses
+the graph ("No OpKernel was registered") before Grappler, and NpuOptimizer, ever see it.
 """
 
 from __future__ import annotations
@@ -76,8 +78,6 @@ OPS: dict[str, OpLayout] = {
     "FusedBatchNormGrad": OpLayout((0, 1)),
     "FusedBatchNormGradV2": OpLayout((0, 1)),
     "FusedBatchNormGradV3": OpLayout((0, 1)),
-    "SpaceToDepth": OpLayout((0,)),
-    "DepthToSpace": OpLayout((0,)),
 }
 
 
