@@ -113,3 +113,24 @@ def test_fusion_debugging_example_runs_under_npu_sim_run(tmp_path):
     assert "is a _FusedMatMul made by MatMulBiasAddFusionPass" in ran.stdout, ran.stdout
     assert "first divergent op: conv/kernel/read" not in ran.stdout
     assert "no divergent op: every tensor both dumps hold matches" in ran.stdout.split("5. compare")[1]
+
+
+def test_an_op_fed_by_a_skipped_op_is_not_the_first_divergent_op_either(tmp_path):
+    ones = np.ones(3, np.float32)
+    extra = {"init": {"random": "unseeded"}, "w/read": {"variable": "w", "inputs": ["w"]},
+             "mm": {"inputs": ["x", "w/read"]}}
+    a = write_dump(str(tmp_path / "a" / "train"), {"x": ones, "w/read": ones, "mm": ones * 2}, extra)
+    b = write_dump(str(tmp_path / "b" / "train"), {"x": ones, "w/read": ones * 3, "mm": ones * 6}, extra)
+    result = compare_dumps(a, b)
+    notes = {row.op: row.note for row in result.rows}
+    assert notes["w/read"] == "" and result.first_divergent[1].op == "w/read"   # no initializer seen: a real lead
+    for run, value in (("a", ones), ("b", ones * 3)):   # the initializer's graph, dumped by the same runs
+        folder = write_dump(str(tmp_path / run / "init"), {"init": value}, extra)
+        manifest = json.load(open(os.path.join(folder, layout.MANIFEST)))
+        manifest["tensors"][0]["op"] = "w/Initializer/random_uniform/RandomUniform"
+        manifest["source_graph"]["fingerprint"] = "init"
+        layout.write_manifest(folder, manifest)
+    result = compare_dumps(str(tmp_path / "a"), str(tmp_path / "b"))
+    notes = {row.op: row.note for row in result.rows}
+    assert "reads the variable w" in notes["w/read"] and notes["mm"].startswith("follows w/read")
+    assert result.first_divergent is None

@@ -156,3 +156,48 @@ def test_dump_layout_names_turn_files():
     assert layout.turn_of("000003.output.0.iter_2_5.npy", "000003.output.0") == "2_5"
     assert layout.turn_of("000003.output.0.npy", "000003.output.0") == ""
     assert layout.turn_of("000003.output.1.npy", "000003.output.0") is None
+
+
+def test_nested_while_loops_dump_each_turn_of_both_frames(tmp_path):
+    with zoo.tf1_graph_mode(ref_variables=False):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = _v1.placeholder(tf.float32, [2, 2], name="x")
+
+            def outer(i, h):
+                _, inner_h = tf.while_loop(lambda j, g: j < 3, lambda j, g: (j + 1, tf.add(g, 1.0, name="step")),
+                                           [tf.constant(0), h], name="inner")
+                return i + 1, inner_h * 2.0
+
+            _, h = tf.while_loop(lambda i, h: i < 2, outer, [tf.constant(0), x], name="outer")
+            tf.reduce_sum(h, name="out")
+    run(graph, npu_config("float32", str(tmp_path), "0"), [{"x:0": np.zeros((2, 2), np.float32)}])
+    dump = training_dump(str(tmp_path))
+    entry = next(e for e in dump.tensors if e["op"].endswith("inner/step") and e["io"] == "output")
+    assert "|" in entry["frame"] and entry["per_iteration"]
+    assert dump.turns(0, entry) == [f"{i}_{j}" for i in range(2) for j in range(3)]
+    # outer turn 0: 0+1, +1, +1 -> 3, doubled to 6; outer turn 1: 7, 8, 9
+    values = [float(dump.load(0, entry, f"{i}_{j}")[0, 0]) for i in range(2) for j in range(3)]
+    assert values == [1.0, 2.0, 3.0, 7.0, 8.0, 9.0]
+
+
+def test_unseeded_initializer_is_skipped_as_first_divergent_op_of_two_identical_runs(tmp_path):
+    def train(folder):
+        os.makedirs(folder)
+        graph = tf.Graph()
+        with graph.as_default():   # no graph seed: the initializer's RandomUniform has seed 0, seed2 0
+            x = _v1.placeholder(tf.float32, [4, 8], name="x")
+            w = _v1.get_variable("w", [8, 2], initializer=_v1.random_uniform_initializer())
+            loss = tf.reduce_sum(tf.square(tf.matmul(x, w, name="mm")), name="out")
+            train_op = _v1.train.GradientDescentOptimizer(0.01).minimize(loss)
+            init = _v1.global_variables_initializer()
+        with _v1.Session(graph=graph, config=npu_config("float32", folder, "0")) as sess:
+            sess.run(init)
+            sess.run([loss, train_op], {x: np.ones((4, 8), np.float32)})
+
+    train(str(tmp_path / "a"))
+    train(str(tmp_path / "b"))
+    result = compare_dumps(str(tmp_path / "a"), str(tmp_path / "b"))
+    skipped = {row.op for row in result.skipped}
+    assert any(op.startswith("w/Initializer/") for op in skipped)
+    assert result.first_divergent is None, result.first_divergent[1].op  # the rest differs only through w

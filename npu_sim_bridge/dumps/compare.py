@@ -165,6 +165,10 @@ def compare_pair(a: GraphDump, b: GraphDump, atol: float = 0.0, rtol: float = 0.
             for turn in sorted(set(turns_a) | set(turns_b), key=lambda t: tuple(map(int, t.split("_"))) if t else ()):
                 rows.append(_compared(dataclasses.replace(row, turn=turn), a.load(step, ea, turn),
                                       b.load(step, eb, turn), atol, rtol, explain.skip_reason(ea, unseeded)))
+    for step in common:
+        in_order = sorted((row for row in rows if row.step == step and row.order is not None),
+                          key=lambda row: (row.order, row.io == "output"))
+        explain.follow_skipped(in_order, a_entries, b_entries, _key)
     warnings = explain.step_warnings(a, b, common)
     warnings += explain.missing_warnings(f"A ({a.graph_id})", a, common)
     warnings += explain.missing_warnings(f"B ({b.graph_id})", b, common)

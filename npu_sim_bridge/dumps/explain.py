@@ -65,3 +65,23 @@ def skip_reason(entry: dict | None, variables: dict[str, str]) -> str | None:
                 "so each run starts it from other values; set a seed (tf.compat.v1.set_random_seed) or restore "
                 "both runs from one checkpoint")
     return None
+
+
+def follow_skipped(rows, a_entries: dict, b_entries: dict, key) -> None:
+    """Mark diverged rows that only pass on a skipped difference: an op whose inputs include an op skipped (or
+    already marked) differs because its input does, so it is no first divergent op either. `rows` in graph
+    order (one step); `key(entry)` matches rows to manifest entries."""
+    followed: dict[str, str] = {}
+    for row in rows:
+        if row.status != "DIVERGED":
+            continue
+        if row.note and row.op not in followed:
+            followed[row.op] = row.op
+            continue
+        entry = a_entries.get((row.op, row.io, row.slot)) or b_entries.get((row.op, row.io, row.slot)) or {}
+        sources = [entry["producer"]] if entry.get("producer") else entry.get("inputs", [])
+        origin = next((followed[source] for source in sources if source in followed), None)
+        if origin is not None:
+            row.note = (f"follows {origin}, which differs between the runs for a reason that is not precision "
+                        "(see the skipped op)")
+            followed[row.op] = origin

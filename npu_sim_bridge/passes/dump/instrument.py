@@ -122,6 +122,7 @@ class Instrumenter:
                     "fusion": fusion_rules(node), "fused_from": [n for n, _ in fused_from(node)]}
             info.update(origins.origin(bview, node, self.view.node(geop), self.view))
             data = [text for text in node.input if not text.startswith("^")]
+            info["inputs"] = [parse_input(text).node for text in data]  # compare follows what a difference feeds
             if not inserted:  # the precision pass's Casts and roundings are checked, not dumped
                 ranks = _output_ranks(node)
                 if self.mode in ("output", "all"):
@@ -137,7 +138,8 @@ class Instrumenter:
                             npu = npu_in[slot] if slot < len(npu_in) else port.dtype
                             ref = parse_input(text)
                             rank = _output_ranks(bview.node(ref.node)).get(ref.port) if ref.node in bview else None
-                            dumped.append((text, port.dtype, npu, rank, name, dict(info, io="input", slot=slot)))
+                            dumped.append((text, port.dtype, npu, rank, name,
+                                           dict(info, io="input", slot=slot, producer=ref.node)))
             kind = overflow_kind(node)
             if self.debug_mode != "all" and kind != self.debug_mode:
                 continue
