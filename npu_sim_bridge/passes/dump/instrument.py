@@ -34,8 +34,13 @@ from npu_sim_bridge.passes.fusion.marks import fused_from, fusion_rules
 from npu_sim_bridge.passes.results import NpuPortDtypes
 
 SCOPE = origins.SCOPE
-_SKIPPED_OPS = frozenset({"_Arg", "_Retval", "Const", "NoOp", "Placeholder", "PlaceholderWithDefault"}) | \
-    V1_CONTROL_FLOW_OPS
+_SKIPPED_OPS = frozenset({"_Arg", "_Retval", "Const", "NoOp", "Placeholder", "PlaceholderWithDefault",
+                          "ControlTrigger"})
+# Ops that move a value across a while frame's edge: their output repeats a tensor dumped in the other frame
+# (and Exit's lives outside the frame its node belongs to), so they are not dumped. The other v1 plumbing
+# (Switch, Merge, LoopCond) is dumped, outputs only (a dead Switch port says "branch not taken"), and is
+# not checked for overflow: it computes nothing.
+_FRAME_EDGE_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration"})
 _FLOAT = frozenset({types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16, types_pb2.DT_DOUBLE})
 _INT32, _INT64, _BOOL, _STRING = types_pb2.DT_INT32, types_pb2.DT_INT64, types_pb2.DT_BOOL, types_pb2.DT_STRING
 
@@ -107,8 +112,9 @@ class Instrumenter:
         dumped, checked = [], []
         for name in order:
             node = bview.node(name)
-            if node.op in _SKIPPED_OPS:
+            if node.op in _SKIPPED_OPS or node.op in _FRAME_EDGE_OPS:
                 continue
+            plumbing = node.op in V1_CONTROL_FLOW_OPS
             try:
                 outputs = output_ports(node, self.functions)
                 inputs = input_ports(node, self.functions)
@@ -132,7 +138,7 @@ class Instrumenter:
                             ref = name if slot == 0 else f"{name}:{slot}"
                             dumped.append((ref, port.dtype, npu, ranks.get(slot), name,
                                            dict(info, io="output", slot=slot)))
-                if self.mode in ("input", "all"):
+                if self.mode in ("input", "all") and not plumbing:
                     for slot, (text, port) in enumerate(zip(data, inputs)):
                         if port.dtype in DUMPABLE and not port.is_ref:
                             npu = npu_in[slot] if slot < len(npu_in) else port.dtype
@@ -141,7 +147,7 @@ class Instrumenter:
                             dumped.append((text, port.dtype, npu, rank, name,
                                            dict(info, io="input", slot=slot, producer=ref.node)))
             kind = overflow_kind(node)
-            if self.debug_mode != "all" and kind != self.debug_mode:
+            if plumbing or (self.debug_mode != "all" and kind != self.debug_mode):
                 continue
             sources = [(text, port.dtype, npu_in[slot] if slot < len(npu_in) else self._held(text, port.dtype))
                        for slot, (text, port) in enumerate(zip(data, inputs))
