@@ -66,7 +66,7 @@ def measure(mix: bool, batch: int, image_size: int, depth: int, steps: int) -> d
             session.close()
     laid_out = collections.Counter(
         d.op for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph" and not r.rerun
-        for d in r.nodes.values() if any(reason.code == "layout.cpu" for reason in d.reasons))
+        for d in r.nodes.values() if any(reason.code.startswith("layout.cpu") for reason in d.reasons))
     first, last = (np.median(times[f]) for f in ("channels_first", "channels_last"))
     return {
         "first_ms": first * 1e3, "last_ms": last * 1e3, "ratio": first / last,

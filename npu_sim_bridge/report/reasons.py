@@ -44,6 +44,9 @@ _TEMPLATES: dict[str, str] = {
     "host.by_placement": "decided by the placement pass",
     "layout.cpu": "laid out for the CPU: TensorFlow's CPU kernel of {op} takes {target} only, so on {device} it runs "
                   "in {target} between Transposes (on the NPU it stays {source})",
+    "layout.cpu_sums": "laid out for the CPU: TensorFlow's CPU kernel of {op} takes {source} too, but oneDNN's sums in "
+                       "another order there than in {target}, so on {device} it runs in {target} between Transposes, "
+                       "as a {target} model's does (on the NPU it stays {source})",
     "layout.inserted": "inserted by layout: {what} of {source}, for its {target} kernel on the CPU",
 }
 

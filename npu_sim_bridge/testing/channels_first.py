@@ -170,7 +170,8 @@ def keras_model(data_format: str = "channels_first", image_size: int = 8, depth:
                                    depthwise_initializer=init("depthwise/kernel"))(x)
         x = layers.AveragePooling2D(2, strides=1, padding="same")(layers.ReLU()(x))
         flat2 = layers.GlobalAveragePooling2D()(x)
-        v = layers.Conv3D(WIDTH_3D, 3, padding="same", use_bias=False, kernel_initializer=init("conv3d1/kernel"))(volumes)
+        v = layers.Conv3D(WIDTH_3D, 3, padding="same", use_bias=False,
+                          kernel_initializer=init("conv3d1/kernel"))(volumes)
         v = layers.BatchNormalization(axis=axis)(v)
         v = layers.MaxPooling3D(2, padding="same")(layers.ReLU()(v))
         v = layers.Conv3D(WIDTH_3D, 3, padding="same", use_bias=False, kernel_initializer=init("conv3d2/kernel"))(v)

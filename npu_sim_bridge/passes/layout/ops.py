@@ -39,6 +39,7 @@ class OpLayout:
     vectors: tuple[int, ...] = ()
     lists: tuple[str, ...] = ()
     output: bool = True
+    no_kernel: bool = True  # False: the CPU has a kernel in the source layout (the report says why then)
 
 
 _CONV = ("strides", "dilations")
@@ -72,12 +73,12 @@ OPS: dict[str, OpLayout] = {
     # sums in another order than its NHWC one: laid out, an NCHW model follows its NHWC twin within
     # float32 rounding on every machine (benchmarks/bench_layout.py, oneDNN on: variables 1.4e-5 apart
     # after 3 steps with the batch norms left NCHW, 3e-8 after 20 steps with them laid out).
-    "FusedBatchNorm": OpLayout((0,)),
-    "FusedBatchNormV2": OpLayout((0,)),
-    "FusedBatchNormV3": OpLayout((0,)),
-    "FusedBatchNormGrad": OpLayout((0, 1)),
-    "FusedBatchNormGradV2": OpLayout((0, 1)),
-    "FusedBatchNormGradV3": OpLayout((0, 1)),
+    "FusedBatchNorm": OpLayout((0,), no_kernel=False),
+    "FusedBatchNormV2": OpLayout((0,), no_kernel=False),
+    "FusedBatchNormV3": OpLayout((0,), no_kernel=False),
+    "FusedBatchNormGrad": OpLayout((0, 1), no_kernel=False),
+    "FusedBatchNormGradV2": OpLayout((0, 1), no_kernel=False),
+    "FusedBatchNormGradV3": OpLayout((0, 1), no_kernel=False),
 }
 
 

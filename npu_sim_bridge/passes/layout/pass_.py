@@ -27,7 +27,7 @@ from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.layout.rewrite import LaidOut, first_activation, lay_out, resolvable
-from npu_sim_bridge.passes.layout.ops import source_format
+from npu_sim_bridge.passes.layout.ops import OPS, source_format
 from npu_sim_bridge.report.reasons import Reason
 
 
@@ -103,9 +103,6 @@ def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[
         producer = first_activation(node).split(":", 1)[0]
         done = lay_out(node, ref=lambda name, arg, _port: f"{name}:{arg}:0", taken=taken.__contains__,
                        anchor=producer if producer in nodes else None)
-        if not done.replacement.device:
-            for new in done.added:
-                new.device = ""
         function.node_def[index].CopyFrom(done.replacement)
         for new in done.added:
             function.node_def.add().CopyFrom(new)
@@ -164,7 +161,7 @@ def _call_devices(view: GraphView, library) -> dict[str, str]:
 
 
 def _single(devices: set[str]) -> str:
-    """The device when every caller's names one device kind (CPU, or GPU), else ""."""
+    """One of `devices` when all of them are of one kind (all CPUs, or all GPUs), else ""."""
     cpu = {device for device in devices if on_cpu(device)}
     if cpu and len(cpu) == len(devices):
         return sorted(cpu)[0]
@@ -179,15 +176,19 @@ def _record(report, function: str, done: LaidOut) -> None:
     name = done.replacement.name
     device = done.replacement.device or (f"the CPU its function {function} runs on" if function else "the CPU")
     decision = report.nodes.get(name)
-    reason = Reason("layout.cpu", {"op": done.op, "source": done.source, "target": done.target,
-                                   "device": device})
+    code = "layout.cpu" if OPS[done.op].no_kernel else "layout.cpu_sums"
+    reason = Reason(code, {"op": done.op, "source": done.source, "target": done.target, "device": device})
     if decision is not None:
         decision.add_reason(reason)
+    roles = {"perm_in": f"permutation to {done.target}", "perm_out": f"permutation back to {done.source}",
+             "output": f"Transpose back to {done.source}"}
     for node in done.added:
         if node.name in report.nodes:
             continue
-        what = {"Transpose": f"Transpose to {done.target}", "DataFormatVecPermute": f"vector permute to {done.target}",
-                "Const": "permutation"}.get(node.op, f"{done.target} form")
+        part = node.name.rpartition("/")[2]  # rewrite.py names them <op>/<SCOPE>/<role>[_<i>]
+        what = next((text for role, text in roles.items() if part == role or part.startswith(role + "_")), None)
+        what = what or {"Transpose": f"Transpose to {done.target}",
+                        "DataFormatVecPermute": f"vector permute to {done.target}"}.get(node.op, f"{done.target} form")
         report.nodes.add(node.name, node.op, reasons=Reason("layout.inserted", {
             "what": what, "source": name, "target": done.target}))
     if done.transposed_back and decision is None:

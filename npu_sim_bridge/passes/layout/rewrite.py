@@ -7,12 +7,13 @@ For an op O in NCHW (NCDHW) the rewrite makes
     O/npu_sim_layout/nhwc                O itself in the target layout (attrs permuted), reading those
 and O becomes the Transpose of that node's output back to the source layout, under O's name, so its
 readers, fetches, dumps and report record are unchanged (an op with more outputs, a batch norm,
-becomes an IdentityN of that Transpose, O/npu_sim_layout/output_0, and its other outputs). An op whose output is no activation (a
-filter gradient) keeps its name and is rewritten in place: no Transpose back. The Consts take a
-control input from the node that feeds O's first activation, so that in v1 control flow they live in
-O's frame (a Const without inputs lives in the root frame; the GeOp bodies hold whole while frames).
+becomes an IdentityN of that Transpose, O/npu_sim_layout/output_0, and its other outputs). An op
+whose output is no activation (a filter gradient) keeps its name and is rewritten in place: no
+Transpose back. The Consts take a control input from the node that feeds O's first activation, so
+that in v1 control flow they live in O's frame (a Const without inputs lives in the root frame; the
+GeOp bodies hold whole while frames).
 
-The caller says how an input names a node's output (a graph: "name"; a function body:
+The caller says how an input names a node's output (a graph: "name" or "name:port"; a function body:
 "name:output_arg:0") with `ref`, and which names are taken with `taken`.
 """
 
