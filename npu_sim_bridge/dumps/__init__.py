@@ -2,6 +2,7 @@
 
 reader.py   find the graph dumps under a folder, their steps, tensors and overflow records
 compare.py  per-tensor cosine similarity and errors, the first divergent op in graph order
+explain.py  why tensors have no file, steps one dump lacks, unseeded random ops (not first divergent ops)
 render.py   the comparison as a table for people, CSV or JSON for programs; a progress bar
 msaccucmp.py  the comparison as msaccucmp's result_*.csv files (its columns and metrics)
 """
