@@ -315,3 +315,30 @@ def test_per_dimension_attrs_and_constant_shapes_are_permuted():
             assert {d.op for d in _laid_out(report).values()} == {"Conv2D", "Conv2DBackpropInput", "AvgPool"}
     for first, last in zip(results["channels_first"], results["channels_last"]):
         assert np.allclose(first, last.transpose(0, 3, 1, 2), rtol=0, atol=1e-5)
+
+
+def test_a_body_parametrized_by_its_dtype_is_left_with_a_warning_naming_the_op():
+    from tensorflow.core.framework import function_pb2, node_def_pb2
+
+    graph_def = _v1.GraphDef()
+    graph_def.node.add(name="seed", op="NoOp", device=CPU)
+    function = function_pb2.FunctionDef()
+    function.signature.name = "generic_conv"
+    attr = function.signature.attr.add(name="T", type="type")
+    attr.allowed_values.list.type.append(tf.float32.as_datatype_enum)
+    for arg in ("x", "kernel"):
+        function.signature.input_arg.add(name=arg, type_attr="T")
+    function.signature.output_arg.add(name="y", type_attr="T")
+    conv = node_def_pb2.NodeDef(name="conv", op="Conv2D", input=["x", "kernel"], device=CPU)
+    conv.attr["T"].placeholder = "T"
+    conv.attr["data_format"].s = b"NCHW"
+    conv.attr["padding"].s = b"SAME"
+    conv.attr["strides"].list.i.extend([1, 1, 1, 1])
+    function.node_def.append(conv)
+    function.ret["y"] = "conv:output:0"
+    graph_def.library.function.append(function)
+    result = run_pipeline(graph_def, from_dict({"sim_passes": "none"}), remember=False)
+    body = result.graph_def.library.function[0]
+    assert [n.op for n in body.node_def] == ["Conv2D"] and body.node_def[0].attr["data_format"].s == b"NCHW"
+    assert any("conv (Conv2D in function generic_conv) runs NCHW on the CPU" in text and "NHWC" in text
+               for text in result.report.warnings), result.report.warnings

@@ -49,17 +49,17 @@ class CpuLayoutPass(GraphPass):
         laid: list[LaidOut] = []
         for name in [node.name for node in view.nodes() if source_format(node) is not None]:
             node = view.node(name)
-            if on_cpu(node.device) and resolvable(node):
-                done = lay_out(node, ref=_graph_ref, taken=view.__contains__,
-                               anchor=node_name(first_activation(node)))
-                _apply(view, done)
-                laid.append(done)
-                _record(report, "", done)
+            if not on_cpu(node.device) or not resolvable(node):  # a graph's dtypes are always set
+                continue
+            done = lay_out(node, ref=_graph_ref, taken=view.__contains__, anchor=node_name(first_activation(node)))
+            _apply(view, done)
+            laid.append(done)
+            _record(report, "", done)
         library = view.graph_def.library.function
         devices = _call_devices(view, library) if library else {}
         for function in library:
             device = devices.get(function.signature.name, "")
-            for done in _lay_out_body(function, device):
+            for done in _lay_out_body(function, device, report):
                 laid.append(done)
                 _record(report, function.signature.name, done)
         stats = {"ops_laid_out": len(laid),
@@ -85,7 +85,14 @@ def _apply(view: GraphView, done: LaidOut) -> None:
         stored.attr[key].CopyFrom(value)
 
 
-def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[LaidOut]:
+def _warn_unresolved(report, node, function: str) -> None:
+    report.warn(f"{node.name} ({node.op} in function {function}) runs {node.attr['data_format'].s.decode()} on the CPU, where "
+                "TensorFlow has no kernel for it, and cannot be laid out: its dtypes are attrs the function is "
+                "parametrized by; build it channels-last (data_format NHWC/NDHWC) or call the function with "
+                "concrete dtypes")
+
+
+def _lay_out_body(function: function_pb2.FunctionDef, call_device: str, report) -> list[LaidOut]:
     """Lay out the ops of one function body that run on a CPU; readers of a transposed-back op's output
     (and the function's results) read the Transpose's output arg instead of the op's."""
     found = [index for index, node in enumerate(function.node_def) if source_format(node) is not None]
@@ -97,7 +104,10 @@ def _lay_out_body(function: function_pb2.FunctionDef, call_device: str) -> list[
     laid = []
     for index in found:
         node = function.node_def[index]
-        if not on_cpu(node.device or call_device) or not resolvable(node):
+        if not on_cpu(node.device or call_device):
+            continue
+        if not resolvable(node):
+            _warn_unresolved(report, node, function.signature.name)
             continue
         output_args = _output_args(node)
         producer = first_activation(node).split(":", 1)[0]
