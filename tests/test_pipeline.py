@@ -256,9 +256,10 @@ def test_later_iteration_rewrites_what_another_optimizer_added(monkeypatch):
     assert pipeline.SEEN_ATTR in node.attr
 
 
-def test_a_later_run_keeps_the_dtypes_the_first_decided_where_it_changed_nothing():
-    """force_fp16 keeps a fetched Mul float32 and inserts nothing; a second run over the output, where
-    that Mul sits in a GeOp body and is no longer the fetched node, must not drop it after all."""
+def test_a_later_run_changes_nothing_after_a_fetched_op_was_dropped():
+    """force_fp16 drops a fetched Mul to float16 (the fetched name then leaves the device through a Cast
+    back to float32); a second run over the output, where that Mul sits in a GeOp body under another
+    name, changes nothing."""
     from npu_sim_bridge.passes import ItemInfo
 
     graph = tf.Graph()
@@ -268,7 +269,7 @@ def test_a_later_run_keeps_the_dtypes_the_first_decided_where_it_changed_nothing
     options = from_dict({"precision_mode": "force_fp16"})
     item = ItemInfo(id="tf_graph", fetch=("b:0",), feed=("a",))
     first = run_pipeline(graph.as_graph_def(), options, item, remember=False)
-    assert first.report.nodes["b"].dtype_after == "float32"
+    assert first.report.nodes["b"].dtype_after == "float16"
     again = run_pipeline(first.graph_def, options, item, remember=False)
     assert again.graph_def == first.graph_def
 

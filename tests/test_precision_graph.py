@@ -112,7 +112,13 @@ def test_fetched_and_fed_nodes_keep_dtype_and_name():
     graph = mlp_graph()
     graph_def, report = rewrite(graph, ["mm:0", "y"], precision_mode="force_fp16", sim_fp16_execution="native")
     nodes = nodes_of(graph_def)
-    assert nodes["mm"].attr["T"].type == FLOAT and report.nodes["mm"].reason == "fetched: keeps float32"
+    # A fetch reads the op's output: mm runs float16 like any MatMul under force_fp16, under a new name,
+    # and the fetched name is an Identity of its output cast back to float32 at the device's boundary.
+    assert report.nodes["mm"].reason == "force_fp16" and report.nodes["mm"].dtype_after == "float16"
+    assert nodes["mm/NpuSimOnDevice"].op == "MatMul" and nodes["mm/NpuSimOnDevice"].attr["T"].type == HALF
+    assert (nodes["mm"].op, nodes["mm"].attr["T"].type) == ("Identity", FLOAT)
+    assert list(nodes["mm"].input) == ["mm/NpuSimCast_0_float32"]
+    assert list(nodes["mm/NpuSimCast_0_float32"].input) == ["mm/NpuSimOnDevice"]
     assert nodes["y"].attr["T"].type == FLOAT
     item = ItemInfo(fetch=("y",), feed=("log",))
     result = run_pipeline(graph.as_graph_def(), from_dict({"precision_mode": "force_fp16", "sim_passes": "precision",
@@ -146,7 +152,8 @@ def test_add_n_repeated_type_attr_casts_every_input():
     nodes = nodes_of(graph_def)
     assert nodes["total"].attr["T"].type == HALF and nodes["total"].attr["N"].i == 3
     assert list(nodes["total"].input) == ["a", "b", "x/NpuSimCast_0_float16"]
-    assert nodes["y"].input[0] == "total/NpuSimCast_0_float32"
+    # y (an Identity of total, fetched) runs in total's float16 and leaves the device through a Cast
+    assert nodes["y/NpuSimOnDevice"].input[0] == "total" and nodes["y"].input[0] == "y/NpuSimCast_0_float32"
     value = run_graph_def(graph_def, "y:0", {"x:0": np.ones((2, 2), np.float32)})
     np.testing.assert_allclose(value, np.full((2, 2), 5.0))
 
@@ -240,7 +247,8 @@ def test_v1_while_frame_casts_stay_in_the_producer_frame(execution):
         source = cast.input[0].split(":")[0]
         while INSERTED_ATTR in nodes[source].attr:
             source = nodes[source].input[0].split(":")[0]
-        assert cast.name.rsplit("/NpuSim", 1)[0] == source
+        # the fetched y runs as y/NpuSimOnDevice; its boundary Cast keeps the fetched name's prefix
+        assert cast.name.rsplit("/NpuSim", 1)[0] == source.removesuffix("/NpuSimOnDevice")
         assert nodes[source].op != "NextIteration"  # nothing sits between NextIteration and its Merge
     merge = nodes["while/Merge_1"]
     assert [nodes[i.split(":")[0]].op for i in merge.input] == ["Cast", "NextIteration"]
@@ -495,8 +503,9 @@ def test_max_pool_grads_alike_by_their_ports_round_by_their_own_windows(mode):
 
 
 def test_nodes_alike_by_their_ports_share_a_plan_only_when_named_alike():
-    """A fetched node and host nodes keep float32 by their name; a node alike to them by its ports that is
-    neither still takes its list's dtype, whichever comes first in the graph."""
+    """Host nodes keep float32 by their name; a node alike to them by its ports that is not on the host
+    still takes its list's dtype, whichever comes first in the graph. Being fetched is no reason to keep
+    float32: a fetch reads the op's output, it does not change how the op runs."""
     from npu_sim_bridge.runtime.scopes import without_npu_compile_scope
 
     graph = tf.Graph()
@@ -511,7 +520,7 @@ def test_nodes_alike_by_their_ports_share_a_plan_only_when_named_alike():
     result = npu_sim_bridge.rewrite(graph.as_graph_def(), {"precision_mode": "allow_mix_precision",
                                                            "mix_compile_mode": True}, fetches=["y", "fetched"])
     nodes = result.report.nodes
-    assert (nodes["fetched"].dtype_after, nodes["fetched"].reason) == ("float32", "fetched: keeps float32")
+    assert (nodes["fetched"].dtype_after, nodes["fetched"].reason) == ("float16", "white list")
     for name in ("host_a", "host_b"):
         assert (nodes[name].placement, nodes[name].dtype_after) == ("host", "float32")
         assert nodes[name].reason.endswith("host: keeps float32")

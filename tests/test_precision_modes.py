@@ -105,13 +105,15 @@ def float_run(graph, x, fetches, init):
 
 @pytest.mark.parametrize("mode", sorted(EXPECTED))
 def test_each_mode_decides_every_node(mode):
-    _, report = offline({"precision_mode": mode})
+    graph_def, report = offline({"precision_mode": mode})
     got = {name: report.nodes[name].dtype_after for name in NODES}
     assert got == EXPECTED[mode]
     assert {report.nodes[n].list for n in ("mm", "conv")} == {"white"}
     assert report.nodes["lg"].list == "black" and report.nodes["relu"].list == "gray"
-    for name in ("x", "out", "y"):  # placeholders and fetched nodes keep float32
-        assert report.nodes[name].dtype_after == F32
+    assert report.nodes["x"].dtype_after == F32  # placeholders keep float32
+    written = {node.name: node for node in graph_def.node}
+    for name in ("out", "y"):  # fetched: whatever dtype they run in, they leave the device as float32
+        assert written[name].op == "Identity" and written[name].attr["T"].type == tf.float32.as_datatype_enum
 
 
 @pytest.mark.parametrize("mode_v2", sorted(V2))
@@ -133,7 +135,7 @@ def test_reasons_name_the_rule():
     assert report.nodes["bias"].reason == "gray: follows mm"
     assert report.nodes["flat"].reason == "gray: follows pool"
     assert report.nodes["lg"].reason == "black list"
-    assert report.nodes["out"].reason == "fetched: keeps float32"
+    assert report.nodes["out"].reason == "pass-through: follows relu"  # fetched, decided as if not
     assert report.nodes["mm/ReadVariableOp"].reason.endswith("variable: keeps float32")
     _, report = offline({"precision_mode": "cube_fp16in_fp32out"})
     assert report.nodes["mm"].reason == "cube_fp16in_fp32out: float16 inputs, float32 output"

@@ -4,10 +4,11 @@ Every node with a float32/float16/bfloat16 port gets a Plan: its role, its list 
 runs in on the NPU (`npu`) and the reason. Roles:
 - source: placeholders, constants, variables and their reads, containers, function arguments. Never
   changed; they do not decide for the ops after them.
-- pinned: fetched, fed or preserved nodes (keep dtype and name), `_keep_dtype` nodes
-  (keep_dtype_scope), nodes the placement pass keeps on the host, ops that read or update a
-  variable (ref or resource input). Never changed. Fetched, preserved and keep_dtype nodes decide
-  (they run float32); fed, host and variable nodes do not.
+- pinned: fed or preserved nodes (keep dtype and name), `_keep_dtype` nodes (keep_dtype_scope),
+  nodes the placement pass keeps on the host, ops that read or update a variable (ref or resource
+  input). Never changed. Preserved and keep_dtype nodes decide (they run float32); fed, host and
+  variable nodes do not. A fetched node is decided as if nothing fetched it (a fetch reads an op's
+  output, it does not change how the op runs): boundary.py converts what leaves the device.
 - plumbing: Identity-like and v1 control-flow ops (Enter/Exit/Merge/Switch/NextIteration, IdentityN,
   Squeeze, ExpandDims, ...). They carry the dtype of what flows in: each output follows its inputs.
 - cast: existing Cast nodes keep SrcT/DstT.
@@ -205,14 +206,12 @@ def share_alike(plans: dict[str, Plan]) -> None:
 class Decider:
     """Builds the Plans of one graph (or function body)."""
 
-    def __init__(self, view, library, lists, mode: ModeInfo, fetched=(), fed=(), preserved=(),
-                 functions=None, host=()):
+    def __init__(self, view, library, lists, mode: ModeInfo, fed=(), preserved=(), functions=None, host=()):
         self.view = view
         self.host = host  # placement's set (not copied: a large part of the graph on BERT)
         self.library = library
         self.lists = lists
         self.mode = mode
-        self.fetched = frozenset(fetched)
         self.fed = frozenset(fed)
         self.preserved = frozenset(preserved)
         self.functions = functions or {}
@@ -221,7 +220,7 @@ class Decider:
         self.must_keep_failures: list[tuple[str, str, int]] = []
         # The sets a node's name may be in, in the order _classify_node asks: alike nodes share a
         # template only within the same first set (see _template_key).
-        self._named_sets = (self.fed, self.fetched, self.preserved, self.host)
+        self._named_sets = (self.fed, self.preserved, self.host)
         # port key -> (the plan of the first node with that key, whether it failed must_keep_origin_dtype)
         self._templates: dict[tuple, tuple[Plan, bool]] = {}
         # One str per reason text: the plans (and the report rows made from them) of a graph's hundreds
@@ -246,7 +245,7 @@ class Decider:
         """The node's plan, or None for a node without float ports.
 
         Nodes of a registered op with equal port keys (op type and the attrs its ports depend on: its
-        dtypes) get the same decision unless their name (fed, fetched, preserved, host) or their own
+        dtypes) get the same decision unless their name (fed, preserved, host) or their own
         marks (keep_dtype, an earlier run's) say otherwise: the first is worked out, the others copy it.
         """
         key = self._template_key(name, node)
@@ -274,7 +273,7 @@ class Decider:
 
     def _template_key(self, name: str, node) -> tuple | None:
         """The node's port key when its plan may be copied from another node's, else None. A node that is
-        fed, fetched, preserved or on the host is alike only to nodes in the same first of those sets
+        fed, preserved or on the host is alike only to nodes in the same first of those sets
         (the key says which): on BERT the host nodes alone had a plan each, a twentieth of the peak."""
         op = node.op
         marks = _marks_that_decide(op)
@@ -285,9 +284,9 @@ class Decider:
             if mark in attrs:
                 return None
         key = port_key_of(op, attrs)
-        fed, fetched, preserved, host = self._named_sets
-        if name in host or name in fed or name in fetched or name in preserved:
-            return (0 if name in fed else 1 if name in fetched else 2 if name in preserved else 3), key
+        fed, preserved, host = self._named_sets
+        if name in host or name in fed or name in preserved:
+            return (0 if name in fed else 1 if name in preserved else 2), key
         return key
 
     def _classify_node(self, name: str, node, sig) -> Plan:
@@ -311,8 +310,6 @@ class Decider:
             return self._keep(plan, PINNED, HIGH, f"function result: {keeps}")
         if node.name in self.fed:
             return self._keep(plan, PINNED, NONE, f"fed: {keeps}")
-        if node.name in self.fetched:
-            return self._keep(plan, PINNED, HIGH, f"fetched: {keeps}")
         if node.name in self.preserved:
             return self._keep(plan, PINNED, HIGH, f"preserved: {keeps}")
         if node.name in self.host:

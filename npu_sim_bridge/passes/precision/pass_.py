@@ -9,7 +9,7 @@ from npu_sim_bridge.graph.alike import Renaming, alike_key
 from npu_sim_bridge.graph.names import format_input, node_name, parse_input
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.precision import casts, marks, ports, rounding
+from npu_sim_bridge.passes.precision import boundary, casts, marks, ports, rounding
 from npu_sim_bridge.passes.precision import functions as fn
 from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of, share_alike
 from npu_sim_bridge.passes.precision.lists import build_lists
@@ -62,7 +62,7 @@ class PrecisionPass(GraphPass):
         totals = _Totals()
         placement = ctx.result(Placement)
         host = placement.host_nodes() if placement is not None else set()
-        plans = Decider(view, library, lists, mode, fetched, fed, preserved, functions, host=host).run()
+        plans = Decider(view, library, lists, mode, fed, preserved, functions, host=host).run()
         if ctx.read_later(NpuPortDtypes):  # the dump pass's
             ctx.publish(NpuPortDtypes(plans))
         _fill_report(report, _report_rows(plans), prefix="")
@@ -72,6 +72,8 @@ class PrecisionPass(GraphPass):
             share_alike(plans)  # the report has each node's reasons: the rewrite reads what is alike
             rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
             rewriter.apply()
+            exits = boundary.FetchBoundary(view, rewriter, plans)
+            exits.prepare(fetched - fed)
             rewriter.check_types()
         totals.add(plans, rewriter)
         if rewriter is not None:
@@ -79,6 +81,8 @@ class PrecisionPass(GraphPass):
             # them both, the end of this pass was the rewrite's peak on a graph that gains 20k Casts.
             plans = rewriter.plans = None
             _report_inserted(report, rewriter, prefix="")
+            exits.apply()
+            _report_fetch_exits(report, exits.renamed)
         bodies = self._functions(view, report, library, lists, mode, setting, scan, totals, rewrite,
                                  round_kernel, alike)
         view.compact()
@@ -172,7 +176,7 @@ class PrecisionPass(GraphPass):
         dtypes = body.result_dtypes()
         for key, ref in body.results.items():
             if dtypes.get(key) in ports.FLOAT_TYPES:
-                new = rewriter.convert(ref, None, want_dtype=dtypes[key])
+                new = boundary.leaving(rewriter, ref, dtypes[key])
                 if new is not None:
                     results[key] = new
         rewriter.check_types()
@@ -225,6 +229,17 @@ def _fill_report(report, rows, prefix: str, rename=None) -> None:
     decide = report.nodes.decide  # a body's node gets a new record, the graph's have theirs
     for name, op, listed, colour, dtypes, reason in rows:
         decide(prefix + (rename(name) if rename is not None else name), op, listed, colour, dtypes, reason)
+
+
+def _report_fetch_exits(report, renamed: dict[str, str]) -> None:
+    """A fetched op that now runs under another name gets its decision under that name; the fetched
+    name (an Identity of what leaves the device) keeps its row."""
+    for fetched, moved in renamed.items():
+        record = report.nodes[fetched]
+        dtypes = None if record.dtype_before is None else (record.dtype_before, record.dtype_after)
+        report.nodes.decide(moved, record.op, record.list is not None, record.list, dtypes,
+                            f"{record.reason}; fetched as {fetched}, which leaves the device in "
+                            f"{record.dtype_before or 'its dtype'}")
 
 
 def _report_inserted(report, rewriter, prefix: str, rename=None) -> None:
