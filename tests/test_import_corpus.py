@@ -67,6 +67,9 @@ def test_every_failing_tensorflow_or_npu_bridge_statement_is_a_known_one(corpus)
                if error and import_corpus.top_package(text) in import_corpus.OWN_PACKAGES}
     assert failing <= set(import_corpus.NOT_IN_TF115) | set(import_corpus.KNOWN_GAPS), failing
     assert set(import_corpus.NOT_IN_TF115) <= failing  # they fail with the real stack too: not faked here
+    google = errors[texts.index("import tensorflow.google as tf")]
+    assert "No module named 'tensorflow.google': neither the TensorFlow 1.15 API" in google
+    assert "check the module path" in google
 
 
 def test_a_missing_companion_package_names_its_pip_command(corpus):

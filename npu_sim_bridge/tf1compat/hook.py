@@ -94,7 +94,15 @@ def _check_fromlist(module, module_name, fromlist):
 def _import_for_user_code(name, fromlist):
     module = tf1_submodule(name.split(".")[1:])
     if module is None:
-        real = _original_import(name, None, None, fromlist, 0)
+        try:
+            real = _original_import(name, None, None, fromlist, 0)
+        except ModuleNotFoundError as error:
+            if error.name is None or not (name == error.name or name.startswith(error.name + ".")):
+                raise  # a module it imports is missing, not the path itself
+            raise ModuleNotFoundError(
+                f"No module named {error.name!r}: neither the TensorFlow 1.15 API npu-sim run gives the script nor "
+                f"TensorFlow {_tf.__version__} has it; check the module path (`npu-sim check` lists what a script "
+                "imports that is missing)", name=error.name) from None
         return real if fromlist else tf1_module()
     if fromlist:
         _check_fromlist(module, name, fromlist)
