@@ -51,3 +51,29 @@ def test_estimator_dumps_and_compare(tmp_path, name):
         assert_complete(check)
     result, row = first_divergent(*checks)
     assert row.step == 0 and not row.note
+
+
+def test_overflow_on_the_cnn_is_flagged_at_the_rounding_before_the_first_convolution(tmp_path):
+    """The issue's graph: images scaled by 3e5 at step 1 overflow in the float16 rounding the precision pass
+    puts before conv2d/Conv2D (the images are a host placeholder, so the rounding is the first device op)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from npu_sim_bridge.dumps import read_overflow
+
+    model = dump_sweep.small_models()["tf1_batchnorm_cnn"]()
+    config = dump_sweep.npu_config("mixed", str(tmp_path), enable_dump=False, enable_dump_debug=True)
+    losses = []
+    with tf.compat.v1.Session(graph=model.graph, config=config) as sess:
+        sess.run(model.init_op)
+        for step in range(3):
+            feed = model.feed(np.random.default_rng(step))
+            if step == 1:
+                feed[model.inputs["images"]] = feed[model.inputs["images"]] * 3e5 + 1.0
+            losses.append(sess.run([model.loss, model.train_op], feed)[0])
+    assert np.isfinite(losses[0]) and not np.isfinite(losses[1])
+    records = read_overflow(str(tmp_path))
+    assert records[0]["step"] == 1
+    first = records[0]["first"]
+    assert first["type"] in ("NpuSimRoundToFloat16", "Cast") and first["inserted_by"] == "precision"
+    assert first["producer"] == "images" and "conv2d/Conv2D" in first["consumers"] and first["dtype"] == "float16"

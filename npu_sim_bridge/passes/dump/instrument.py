@@ -107,7 +107,7 @@ class Instrumenter:
     def _targets(self, bview, order, geop):
         """(dumped, checked): per tensor (tensor, graph dtype, NPU dtype, rank, producer, info) to dump,
         and per float output (tensor, graph dtype, NPU dtype, its op's float inputs, info) to check."""
-        from npu_sim_bridge.passes.precision.marks import is_inserted_conversion
+        from npu_sim_bridge.passes.precision.marks import ROUND_OP, is_inserted_conversion
 
         dumped, checked = [], []
         for name in order:
@@ -152,14 +152,16 @@ class Instrumenter:
             sources = [(text, port.dtype, npu_in[slot] if slot < len(npu_in) else self._held(text, port.dtype))
                        for slot, (text, port) in enumerate(zip(data, inputs))
                        if port.dtype in _FLOAT and not port.is_ref]
-            extra = origins.inserted_info(bview, node, data) if inserted else {}
+            extra = origins.inserted_info(bview, node, data, self.view.node(geop), self.view) if inserted else {}
             for slot, port in enumerate(outputs):
                 if port.dtype in _FLOAT and not port.is_ref:
                     npu = npu_out[slot] if slot < len(npu_out) else port.dtype
                     ref = name if slot == 0 else f"{name}:{slot}"
                     checked.append((ref, port.dtype, npu, sources,
                                     dict({"op": name, "type": node.op, "order": order_number, "slot": slot,
-                                          "kind": kind, "dtype": dtype_name(npu), "fusion": info["fusion"]},
+                                          "kind": kind, "fusion": info["fusion"],
+                                          # a rounding kernel's float32 output holds a float16 value
+                                          "dtype": "float16" if node.op == ROUND_OP else dtype_name(npu)},
                                          **extra)))
         return dumped, checked
 

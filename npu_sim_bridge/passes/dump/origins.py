@@ -8,9 +8,16 @@ from npu_sim_bridge.graph.names import parse_input
 SCOPE = "npu_sim_dump"
 
 
-def inserted_info(bview, node, data) -> dict:
-    """What a Cast or rounding the precision pass inserted stands for: the op it rounds and its users."""
+def inserted_info(bview, node, data, call, main) -> dict:
+    """What a Cast or rounding the precision pass inserted stands for: the op it rounds (outside the GeOp when
+    the body takes it as an argument: the caller's input) and its users."""
     producer = parse_input(data[0]) if data else None
+    source = bview.get(producer.node) if producer else None
+    if source is not None and source.op == "_Arg":
+        inputs = [text for text in call.input if not text.startswith("^")]
+        index = source.attr["index"].i
+        caller = parse_input(inputs[index]) if index < len(inputs) else None
+        producer = caller if caller is not None and caller.node in main else producer
     users = sorted({consumer for consumer, _ in bview.data_consumers(parse_input(node.name))})
     return {"inserted_by": "precision", "producer": producer.node if producer else "",
             "producer_slot": producer.port if producer else 0, "consumers": users}
