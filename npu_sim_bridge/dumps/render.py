@@ -66,7 +66,7 @@ def table(rows: list[Row], max_rows: int | None = 100) -> str:
     cells = [header] + [(str(r.step), "-" if r.order is None else str(r.order), _short(r.op, 48),
                          _short(r.type if not r.type_b or r.type_b == r.type else f"{r.type}/{r.type_b}", 28),
                          f"{r.io}:{r.slot}" + (f"@{r.turn}" if r.turn else ""), r.shape or "-", _number(r.cosine),
-                         _number(r.max_abs_err), _number(r.max_rel_err), r.status, _short(r.note, 60)) for r in shown]
+                         _number(r.max_abs_err), _number(r.max_rel_err), r.status, r.note if len(r.note) <= 60 else r.note[:57] + "...") for r in shown]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
     if len(shown) < len(rows):
