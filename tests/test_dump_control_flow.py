@@ -99,9 +99,9 @@ def test_overflow_in_a_functional_if_branch_is_flagged(tmp_path):
     assert first["op"].startswith("choose/") and first["op"].endswith("/big_mm") and first["type"] == "MatMul"
 
 
-def while_graph():
-    """h <- h @ (10 I) six times, in a v1 while loop: float16 overflows in turn 4 (1e5 > 65504)."""
-    with zoo.tf1_graph_mode(ref_variables=False):
+def while_graph(control_flow="v1"):
+    """h <- h @ (10 I) six times, in a while loop: float16 overflows in turn 4 (1e5 > 65504)."""
+    with models._control_flow(control_flow):
         graph = tf.Graph()
         with graph.as_default():
             x = _v1.placeholder(tf.float32, [4, 4], name="x")
@@ -206,3 +206,15 @@ def test_unseeded_initializer_is_skipped_as_first_divergent_op_of_two_identical_
     skipped = {row.op for row in result.skipped}
     assert any(op.startswith("w/Initializer/") for op in skipped)
     assert result.first_divergent is None, result.first_divergent[1].op  # the rest differs only through w
+
+
+def test_functional_while_dumps_and_flags_its_overflow(tmp_path):
+    config = npu_config("mixed", str(tmp_path), "0", enable_dump_debug=True)
+    values, _ = run(while_graph("v2"), config, [{"x:0": np.eye(4, dtype=np.float32)}])
+    assert not np.isfinite(values[0])
+    dump = training_dump(str(tmp_path))   # Grappler lowers the While to a v1 frame before NpuOptimizer
+    grow = next(entry for entry in dump.tensors if entry["type"] == "MatMul" and entry["io"] == "output")
+    assert grow["op"].startswith("loop/") and dump.turns(0, grow) == [str(turn) for turn in range(6)]
+    records = read_overflow(str(tmp_path))
+    assert [record["step"] for record in records] == [0]
+    assert records[0]["first"]["op"] == grow["op"] and records[0]["first"]["turn"] == "4"
