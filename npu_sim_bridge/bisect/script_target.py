@@ -17,10 +17,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 from npu_sim_bridge.bisect.outcome import BisectError, NodeInfo, Outcome
+from npu_sim_bridge.childproc import Child, Deadline
 from npu_sim_bridge.passes.fusion.marks import FUSED_BASE
 
 FORCE_ENV = "NPU_SIM_FORCE_OPTIONS"
@@ -71,11 +73,12 @@ class ScriptTarget:
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         command = [sys.executable, "-m", "npu_sim_bridge", "run", self.script, *self.args]
         values, lines, stopped = [], [], False
-        with tempfile.TemporaryFile(mode="w+") as errors:
-            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env,
-                                     cwd=os.path.dirname(self.script))
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        with tempfile.TemporaryFile(mode="w+b") as errors, \
+                Child(command, stdout=subprocess.PIPE, stderr=errors, env=env, cwd=os.path.dirname(self.script)) as child:
             try:
-                for line in child.stdout:
+                for raw in child.lines(child.stdout, deadline):
+                    line = raw.decode("utf-8", errors="replace")
                     lines.append(line.rstrip("\n"))
                     match = self.metric.search(line)
                     if match is None:
@@ -84,24 +87,21 @@ class ScriptTarget:
                     try:
                         values.append(float(text))
                     except ValueError:
-                        child.kill()
                         raise BisectError(f"--metric {self.metric.pattern!r} captured {text!r} in the line "
                                           f"{line.strip()!r}, which is not a number; put the number in group 1") from None
                     if self.steps and len(values) >= self.steps:
                         stopped = True
-                        child.terminate()
                         break
-                status = child.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+                if stopped:
+                    status = child.stop(grace=5.0)
+                else:
+                    status = child.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+            except (Deadline, subprocess.TimeoutExpired):
+                child.close()
                 return Outcome([np.array(values)], _nodes(report_dir),
-                               failure=f"the script ran longer than {self.timeout} s")
-            finally:
-                if child.stdout:
-                    child.stdout.close()
+                               failure=f"the script ran longer than {self.timeout:g} s (--timeout)")
             errors.seek(0)
-            tail = errors.read().strip().splitlines()[-6:]
+            tail = errors.read().decode("utf-8", errors="replace").strip().splitlines()[-6:]
         nodes = _nodes(report_dir)
         failure = None
         if status != 0 and not stopped:

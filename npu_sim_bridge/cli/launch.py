@@ -8,26 +8,28 @@ launch runs; per user). Ranks read no stdin. Every line a rank prints is prefixe
 (stdout to stdout, stderr to stderr). The launch ends when every rank has ended; its status is
 that of the first rank to fail (0 when all succeed). When a rank fails, or on Ctrl-C / SIGTERM,
 the others get SIGTERM, then SIGKILL after --grace seconds, so a launch never hangs on a dead
-peer; each rank also dies with the launcher (PR_SET_PDEATHSIG on Linux).
+peer. Each rank runs in a process group of its own (childproc.Child): what a rank leaves behind is
+killed when it ends, and every rank's group dies with the launcher, even by SIGKILL. The ranks'
+pipes are read to their end whatever the launcher's own stdout does: when it is closed (`| head -1`)
+the lines are dropped, so no rank blocks on a full pipe.
 """
 
-import ctypes
 import fcntl
 import json
+import math
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from npu_sim_bridge.childproc import Child, drain
 from npu_sim_bridge.cli.errors import UsageError
 from npu_sim_bridge.runtime.hccl import ranktable
 
 _LOCK_DIR = os.path.join(tempfile.gettempdir(), f"npu_sim_ports_{os.getuid()}")
-_PR_SET_PDEATHSIG = 1
 
 
 def add_launch_command(commands):
@@ -66,6 +68,8 @@ def cmd_launch(args):
         args.script, args.script_args = args.script_args[0], args.script_args[1:]
     if not os.path.isfile(args.script):
         raise UsageError(f"script {args.script!r} does not exist or is not a file")
+    if not math.isfinite(args.grace) or args.grace < 0:
+        raise UsageError(f"--grace {args.grace}: give the seconds the other ranks get to stop, a number >= 0")
     run_options = [flag for flag, on in (("--all-sessions", args.all_sessions), ("--tf2", args.tf2),
                                          ("--shadow-real-npu-bridge", args.shadow_real_npu_bridge)) if on]
     with tempfile.TemporaryDirectory(prefix="npu_sim_launch_") as folder:
@@ -130,14 +134,6 @@ def _port_free(port):
     return True
 
 
-def _die_with_parent():
-    """In the child before exec: get SIGKILL when the launcher dies (Linux), and a process group of its own."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass  # not Linux: the launcher's own signal handling still stops the ranks
-
-
 class Launch:
     """The running ranks: start, relay output, watch, stop."""
 
@@ -164,10 +160,7 @@ class Launch:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             for device, rank in enumerate(self._ranks):
-                process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                    self._command, env=self._environment(rank, device), stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                    preexec_fn=_die_with_parent)
+                process = Child(self._command, env=self._environment(rank, device))
                 self._processes[rank] = process
                 for stream, sink in ((process.stdout, sys.stdout), (process.stderr, sys.stderr)):
                     relay = threading.Thread(target=_relay, args=(stream, sink, f"[rank {rank}] "), daemon=True)
@@ -176,8 +169,10 @@ class Launch:
             return self._watch()
         finally:
             self._stop_all()
-            for relay in self._relays:
+            for relay in self._relays:  # every group is killed: the pipes end (unless a process left its group)
                 relay.join(timeout=2.0)
+            for process in self._processes.values():
+                process.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
@@ -192,8 +187,8 @@ class Launch:
         running = dict(self._processes)
         while running:
             if self._stopping is not None and status is None:
-                print(f"npu-sim launch: {self._stopping}: stopping ranks {', '.join(map(str, running))}",
-                      file=sys.stderr)
+                _write(sys.stderr, f"npu-sim launch: {self._stopping}: stopping ranks "
+                                   f"{', '.join(map(str, running))}\n")
                 status = self._interrupt
                 self._terminate(running)
             for rank, process in list(running.items()):
@@ -201,10 +196,11 @@ class Launch:
                 if code is None:
                     continue
                 del running[rank]
+                process.signal_group(signal.SIGKILL)  # what the rank started and left running
                 if code != 0 and status is None:
                     status = code if code > 0 else 128 - code
-                    print(f"npu-sim launch: rank {rank} failed with exit status {status}; stopping the other ranks "
-                          f"({', '.join(str(other) for other in running) or 'none left'})", file=sys.stderr)
+                    _write(sys.stderr, f"npu-sim launch: rank {rank} failed with exit status {status}; stopping the "
+                                       f"other ranks ({', '.join(str(other) for other in running) or 'none left'})\n")
                     self._stopping = f"rank {rank} failed"
                     self._terminate(running)
             time.sleep(0.05)
@@ -212,36 +208,53 @@ class Launch:
 
     def _terminate(self, running):
         for process in running.values():
-            _signal_group(process, signal.SIGTERM)
+            process.signal_group(signal.SIGTERM)
         deadline = time.monotonic() + self._grace
         while time.monotonic() < deadline and any(process.poll() is None for process in running.values()):
             time.sleep(0.05)
         for process in running.values():
-            if process.poll() is None:
-                _signal_group(process, signal.SIGKILL)
+            process.signal_group(signal.SIGKILL)
 
     def _stop_all(self):
         left = {rank: process for rank, process in self._processes.items() if process.poll() is None}
         if left:
             self._terminate(left)
-        for process in self._processes.values():
-            try:
-                process.wait(timeout=self._grace)
-            except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
 
 
-def _signal_group(process, sig):
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
+_sink_lock = threading.Lock()
 
 
 def _relay(stream, sink, prefix):
-    """Copy lines from a rank's pipe to our stream with the rank prefix."""
-    for raw in iter(stream.readline, b""):
-        line = raw.decode("utf-8", errors="replace")
-        sink.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
-        sink.flush()
-    stream.close()
+    """Copy lines from a rank's pipe to our stream with the rank prefix; once our stream is closed
+    (a reader such as `head` went away), read the rest of the pipe and drop it."""
+    try:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", errors="replace")
+            if not _write(sink, prefix + line if line.endswith("\n") else prefix + line + "\n"):
+                break
+    except (OSError, ValueError):  # the pipe was closed under us: the rank is being stopped
+        return
+    drain(stream)
+
+
+def _write(sink, text):
+    """Write to our stdout or stderr; False once it is closed, which then points at /dev/null so that
+    no later write (nor the interpreter's flush at exit) fails on it."""
+    with _sink_lock:
+        try:
+            sink.write(text)
+            sink.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            _to_devnull(sink)
+            return False
+
+
+def _to_devnull(sink):
+    try:
+        fd = sink.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError):
+        pass

@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import time
 
+from npu_sim_bridge.childproc import Child
+
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 WINDOW = (1600, 1000)
 # A page of 10k nodes draws in a few seconds; headless Chromium now and then hangs at start or at the capture
@@ -40,31 +42,30 @@ def _command(chromium: str, url: str, profile: str, *flags: str) -> list[str]:
 
 
 def _run(chromium: str, url: str, flag: str, timeout: float, tries: int) -> subprocess.CompletedProcess:
-    """Run Chromium on url with flag; a run past `timeout` seconds is killed and tried again, up to `tries`."""
+    """Run Chromium on url with flag; a run past `timeout` seconds is killed with its group (its renderer
+    and GPU processes too) and tried again, up to `tries`."""
     hung = []
     for _ in range(tries):
-        with tempfile.TemporaryDirectory(prefix="npu_sim_chromium_") as profile:
-            process = subprocess.Popen(_command(chromium, url, profile, flag), stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
+        with tempfile.TemporaryDirectory(prefix="npu_sim_chromium_") as profile, \
+                Child(_command(chromium, url, profile, flag)) as browser:
             try:
-                stdout, stderr = process.communicate(timeout=timeout)
+                stdout, stderr = browser.process.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)  # its renderer and GPU processes too
-                hung.append(_last_words(process))
+                browser.signal_group(signal.SIGKILL)
+                hung.append(_last_words(browser))
                 continue
-            return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+            return subprocess.CompletedProcess(browser.process.args, browser.process.returncode,
+                                               stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
     raise RuntimeError(f"{chromium} hung on {url} {tries} times ({timeout:.0f} s each); check that it starts "
                        f"headless on this machine. Its last words: {hung[-1]}")
 
 
-def _last_words(process: subprocess.Popen) -> str:
-    """The end of a killed browser's stderr, not waited for past READ_AFTER_KILL_SECONDS (a process
-    that left its group could hold the pipe open)."""
-    try:
-        return process.communicate(timeout=READ_AFTER_KILL_SECONDS)[1][-1000:]
+def _last_words(browser: Child) -> str:
+    """The end of a killed browser's stderr, not read past READ_AFTER_KILL_SECONDS (a process that left
+    its group could hold the pipe open)."""
+    try:  # communicate hands back what the timed-out call had read already, and the rest
+        return browser.process.communicate(timeout=READ_AFTER_KILL_SECONDS)[1].decode("utf-8", "replace")[-1000:]
     except subprocess.TimeoutExpired:
-        process.stdout.close()
-        process.stderr.close()
         return "(its output stayed open after the kill)"
 
 

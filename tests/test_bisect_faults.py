@@ -1,0 +1,88 @@
+"""`npu-sim bisect --script` never outlives its timeout, and leaves no process behind: a script that hangs
+holding its output open, and bisect itself stopped by SIGTERM or SIGINT while its child runs.
+
+Every wait is a generous failure guard, never a timing assertion.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GUARD = 180
+
+# Starts a grandchild, says where both are, prints one metric line, then hangs with stdout open.
+HANG = """import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "600"])
+with open(sys.argv[1] + ".tmp", "w") as handle:
+    handle.write(f"{os.getpid()} {child.pid}\\n")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+print("loss = 1.0", flush=True)
+time.sleep(600)
+"""
+
+
+def _bisect(tmp_path, *extra, **popen):
+    script = tmp_path / "hang.py"
+    script.write_text(HANG)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.Popen([sys.executable, "-m", "npu_sim_bridge", "bisect", "--script", str(script),
+                             "--metric", r"loss = (\S+)", "--workdir", str(tmp_path / "work"), "-o", str(tmp_path / "mixlist.json"), *extra,
+                             "--script-args", str(tmp_path / "pids")], env=env, **popen)
+
+
+def _pids(tmp_path, bisect=None):
+    deadline = time.monotonic() + GUARD
+    while not (tmp_path / "pids").exists():
+        assert time.monotonic() < deadline, "the script did not start"
+        assert bisect is None or bisect.poll() is None, f"bisect ended first: {bisect.stderr.read()[-2000:]}"
+        time.sleep(0.1)
+    return [int(pid) for pid in (tmp_path / "pids").read_text().split()]
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return not handle.read().rsplit(") ", 1)[1].startswith("Z")
+    except OSError:
+        return False
+
+
+def _assert_none_left(pids):
+    deadline = time.monotonic() + 30  # a failure guard for a kill in flight, not a timing assertion
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in pids if _running(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes left running: {left}"
+
+
+def test_a_script_that_hangs_with_its_output_open_ends_at_the_timeout(tmp_path):
+    bisect = _bisect(tmp_path, "--timeout", "10", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = bisect.communicate(timeout=GUARD)
+    finally:
+        bisect.kill()
+    assert bisect.returncode != 0
+    assert "ran longer than 10 s" in stderr, stderr[-2000:]
+    assert "Traceback" not in stderr
+    _assert_none_left(_pids(tmp_path))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_bisect_stopped_by_a_signal_takes_its_script_with_it(sig, tmp_path):
+    bisect = _bisect(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        pids = _pids(tmp_path, bisect)
+        bisect.send_signal(sig)
+        bisect.communicate(timeout=GUARD)
+    finally:
+        bisect.kill()
+    assert bisect.returncode != 0
+    _assert_none_left(pids)
