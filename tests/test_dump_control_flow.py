@@ -218,3 +218,14 @@ def test_functional_while_dumps_and_flags_its_overflow(tmp_path):
     records = read_overflow(str(tmp_path))
     assert [record["step"] for record in records] == [0]
     assert records[0]["first"]["op"] == grow["op"] and records[0]["first"]["turn"] == "4"
+
+
+def test_compare_in_a_while_loop_names_the_op_and_turn_where_the_difference_began(tmp_path):
+    for mode in ("float32", "mixed"):
+        os.makedirs(tmp_path / mode)
+        run(while_graph(), npu_config(mode, str(tmp_path / mode), "0"), [{"x:0": np.eye(4, dtype=np.float32)}])
+    result = compare_dumps(str(tmp_path / "float32"), str(tmp_path / "mixed"))
+    pair, row = result.first_divergent
+    assert (row.op, row.turn) == ("loop/grow", "4")          # 1e5: inf in float16, exact powers of 10 before
+    carried = [r for r in result.skipped if "while loop's Merge" in r.note]
+    assert carried and all(int(r.turn) >= 5 for r in carried)  # the loop variable after turn 4 carries the inf

@@ -163,8 +163,9 @@ def compare_pair(a: GraphDump, b: GraphDump, atol: float = 0.0, rtol: float = 0.
                 rows.append(row)
                 continue
             for turn in sorted(set(turns_a) | set(turns_b), key=lambda t: tuple(map(int, t.split("_"))) if t else ()):
-                rows.append(_compared(dataclasses.replace(row, turn=turn), a.load(step, ea, turn),
-                                      b.load(step, eb, turn), atol, rtol, explain.skip_reason(ea, unseeded)))
+                turn_row = dataclasses.replace(row, turn=turn)
+                skip = explain.skip_reason(ea, unseeded) or explain.carried_by_a_loop(turn_row, ea)
+                rows.append(_compared(turn_row, a.load(step, ea, turn), b.load(step, eb, turn), atol, rtol, skip))
     for step in common:
         in_order = sorted((row for row in rows if row.step == step and row.order is not None),
                           key=lambda row: (row.order, row.io == "output"))

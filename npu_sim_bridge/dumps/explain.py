@@ -67,21 +67,33 @@ def skip_reason(entry: dict | None, variables: dict[str, str]) -> str | None:
     return None
 
 
+def carried_by_a_loop(row, entry: dict | None) -> str | None:
+    """Why a diverged while loop Merge after the first turn is no first divergent op: it holds what the turn
+    before passed on (NextIteration), so the difference began in an op of an earlier turn."""
+    if entry is None or entry.get("type") not in ("Merge", "RefMerge") or not entry.get("frame") or not row.turn:
+        return None
+    turn = row.turn.split("_")[-1]
+    if turn == "0":
+        return None
+    return (f"{row.op} is a while loop's Merge: at turn {row.turn} it holds what turn {int(turn) - 1} passed on, "
+            "so the difference began in an op of an earlier turn")
+
+
 def follow_skipped(rows, a_entries: dict, b_entries: dict, key) -> None:
     """Mark diverged rows that only pass on a skipped difference: an op whose inputs include an op skipped (or
-    already marked) differs because its input does, so it is no first divergent op either. `rows` in graph
-    order (one step); `key(entry)` matches rows to manifest entries."""
-    followed: dict[str, str] = {}
+    already marked) at the same step and loop turn differs because its input does, so it is no first
+    divergent op either. `rows` in graph order (one step); `key(entry)` matches rows to manifest entries."""
+    followed: dict[tuple[str, str], str] = {}
     for row in rows:
         if row.status != "DIVERGED":
             continue
-        if row.note and row.op not in followed:
-            followed[row.op] = row.op
+        if row.note and not row.note.startswith("follows "):
+            followed[(row.op, row.turn)] = row.op
             continue
         entry = a_entries.get((row.op, row.io, row.slot)) or b_entries.get((row.op, row.io, row.slot)) or {}
         sources = [entry["producer"]] if entry.get("producer") else entry.get("inputs", [])
-        origin = next((followed[source] for source in sources if source in followed), None)
+        origin = next((followed[(source, row.turn)] for source in sources if (source, row.turn) in followed), None)
         if origin is not None:
             row.note = (f"follows {origin}, which differs between the runs for a reason that is not precision "
                         "(see the skipped op)")
-            followed[row.op] = origin
+            followed[(row.op, row.turn)] = origin
