@@ -80,6 +80,26 @@ def test_a_failing_rank_ends_the_launch_and_every_group(mode, status, line, tmp_
     _assert_none_left(pids)
 
 
+@pytest.mark.parametrize("mode, line", [
+    ("exit0", "rank 1 exited with status 0 before its collectives came up, so rank 0 cannot connect to it"),
+    ("exit0_later", "npu-sim: rank 1 exited with status 0 while rank 0 waits for it in a collective; "
+                    "stopping rank 0"),
+])
+def test_a_rank_that_ends_while_rank_0_waits_for_it_ends_the_launch(mode, line, tmp_path):
+    """Not after HCCL_CONNECT_TIMEOUT / HCCL_EXEC_TIMEOUT (600 s here): one line names the rank that ended."""
+    launcher = _launch(mode, tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = launcher.communicate(timeout=GUARD)
+    finally:
+        launcher.kill()
+    pids = _pids(tmp_path)
+    assert launcher.returncode == 1, stderr[-3000:]
+    assert line in stderr, stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert "npu-sim launch: rank 0 failed with exit status 1" in stderr
+    _assert_none_left(pids)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_the_launcher_stopped_or_killed_takes_every_rank_and_child_with_it(sig, tmp_path):
     launcher = _launch("wait", tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

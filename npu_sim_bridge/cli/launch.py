@@ -27,7 +27,7 @@ import time
 
 from npu_sim_bridge.childproc import Child, drain
 from npu_sim_bridge.cli.errors import UsageError
-from npu_sim_bridge.runtime.hccl import ranktable
+from npu_sim_bridge.runtime.hccl import peer_exits, ranktable
 
 _LOCK_DIR = os.path.join(tempfile.gettempdir(), f"npu_sim_ports_{os.getuid()}")
 
@@ -94,7 +94,9 @@ def cmd_launch(args):
             port_base, lock = reserve_port_base(args.port_base, size, search=args.port_base is None)
         try:
             command = [sys.executable, "-m", "npu_sim_bridge", "run", *run_options, args.script, *args.script_args]
-            return Launch(command, ranks, size, table, port_base, args.grace).run()
+            exits = os.path.join(folder, "rank_exits")
+            os.mkdir(exits)
+            return Launch(command, ranks, size, table, port_base, args.grace, exits).run()
         finally:
             if lock is not None:
                 lock.close()
@@ -137,13 +139,14 @@ def _port_free(port):
 class Launch:
     """The running ranks: start, relay output, watch, stop."""
 
-    def __init__(self, command, ranks, size, table, port_base, grace):
+    def __init__(self, command, ranks, size, table, port_base, grace, exits):
         self._command = command
         self._ranks = ranks
         self._size = size
         self._table = table
         self._port_base = port_base
         self._grace = grace
+        self._exits = exits  # peer_exits' folder: the ranks that ended while others still run
         self._processes = {}
         self._relays = []
         self._stopping = None  # why the launch is stopping (a message), once it is
@@ -153,6 +156,7 @@ class Launch:
         env = dict(os.environ)
         env.update({"RANK_ID": str(rank), "RANK_SIZE": str(self._size), "DEVICE_ID": str(device),
                     "RANK_TABLE_FILE": self._table, ranktable.PORT_BASE_ENV: str(self._port_base),
+                    peer_exits.EXITS_ENV: self._exits,
                     "PYTHONUNBUFFERED": "1"})
         return env
 
@@ -197,6 +201,9 @@ class Launch:
                     continue
                 del running[rank]
                 process.signal_group(signal.SIGKILL)  # what the rank started and left running
+                if running and self._stopping is None:  # a peer waiting for it stops at once (peer_exits)
+                    how = f"exited with status {code}" if code >= 0 else f"was killed by {_signal_name(-code)}"
+                    peer_exits.record(self._exits, rank, how)
                 if code != 0 and status is None:
                     status = code if code > 0 else 128 - code
                     _write(sys.stderr, f"npu-sim launch: rank {rank} failed with exit status {status}; stopping the "
@@ -219,6 +226,13 @@ class Launch:
         left = {rank: process for rank, process in self._processes.items() if process.poll() is None}
         if left:
             self._terminate(left)
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 _sink_lock = threading.Lock()

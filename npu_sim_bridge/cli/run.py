@@ -8,6 +8,7 @@ import traceback
 
 from npu_sim_bridge.errors import NpuSimError
 from npu_sim_bridge.runtime.alias import NpuBridgeAliasError, install_alias
+from npu_sim_bridge.runtime.hccl.ranktable import RankConfigError
 from npu_sim_bridge.runtime.loss_scale import register_tf1_contrib
 from npu_sim_bridge.tf1compat.hook import PLUMBING_FILES, tf1_api
 
@@ -84,6 +85,10 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
     option_error = False
     try:
         run_script(path, argv, shadow=shadow, tf1=tf1)
+    except RankConfigError as error:  # the rank environment, not the script: one line says what to change
+        option_error = True
+        print(f"npu-sim run: error: {error}", file=sys.stderr)
+        return 1
     except Exception as error:  # noqa: BLE001 - the script's own error, reported as `python script.py` would
         option_error = isinstance(error, NpuSimError)
         print_script_traceback(error, path)

@@ -4,7 +4,8 @@ Every rank but in `chatty` mode starts a `sleep 600` child and writes "<its pid>
 FOLDER/rank<R>.pids, so the test can check that no process is left. Modes:
 raise (rank 1 raises), sigkill (rank 1 is killed by SIGKILL), wait (every rank waits), chatty (every
 rank prints 100,000 lines, then writes FOLDER/rank<R>.done), exit0 (rank 1 exits 0 at once while
-rank 0 waits for it in an all-reduce).
+rank 0 connects to it for an all-reduce), exit0_later (rank 1 exits 0 after one all-reduce while
+rank 0 waits in the second).
 """
 
 import os
@@ -36,16 +37,20 @@ def wait_for_rank0():
         time.sleep(0.1)
 
 
-if mode == "exit0":
-    if rank == 1:
+if mode in ("exit0", "exit0_later"):
+    if rank == 1 and mode == "exit0":
         wait_for_rank0()
         sys.exit(0)
     from npu_bridge.npu_init import *  # noqa: F401,F403,E402
     from npu_bridge.hccl import hccl_ops  # noqa: E402
 
-    total = hccl_ops.allreduce(tf.constant(1.0), "sum")  # noqa: F405
+    first = hccl_ops.allreduce(tf.constant(1.0), "sum")  # noqa: F405
+    second = hccl_ops.allreduce(tf.constant(2.0), "sum")  # noqa: F405
     with tf.Session(config=npu_config_proto()) as sess:  # noqa: F405
-        print("all-reduce gives", sess.run(total))
+        print("first all-reduce gives", sess.run(first), flush=True)
+        if rank == 1:
+            sys.exit(0)
+        print("second all-reduce gives", sess.run(second))
     sys.exit(0)
 if rank == 1 and mode == "raise":
     wait_for_rank0()

@@ -14,7 +14,8 @@ op), every Session created with an empty target (tf.Session, MonitoredTrainingSe
 Keras) gets that target and config, whatever the config it was given: a hook of
 session_hooks.py, after the opt-in NpuOptimizer hook of session.py, so both can be on. The
 server is started by the first such Session, which then waits (HCCL_CONNECT_TIMEOUT seconds,
-default 120) until every other rank's server accepts connections. With RANK_SIZE 1 nothing here
+default 120) until every other rank's server accepts connections; under `npu-sim launch` a rank that
+ended meanwhile ends the wait at once, and so does it end a collective that waits for it (peer_exits.py). With RANK_SIZE 1 nothing here
 runs. A rank's collectives finish only once their data has been taken by the peers, so a rank that
 is done may exit without a closing barrier.
 """
@@ -27,7 +28,7 @@ import time
 from tensorflow.core.protobuf import config_pb2
 
 from npu_sim_bridge import session_hooks
-from npu_sim_bridge.runtime.hccl import ranktable
+from npu_sim_bridge.runtime.hccl import peer_exits, ranktable
 
 JOB = "worker"
 CONNECT_TIMEOUT_ENV = "HCCL_CONNECT_TIMEOUT"
@@ -85,6 +86,7 @@ def server():
                 f" ({error.message.splitlines()[0]}); the port is probably taken: choose another base with "
                 f"{ranktable.PORT_BASE_ENV} (npu-sim launch picks free ports itself)") from None
         _server = started
+    peer_exits.watch(rank_info.rank_id)  # under npu-sim launch: stop when waiting for a rank that ended
     wait_for_peers(rank_info)
     return _server
 
@@ -113,6 +115,7 @@ def wait_for_peers(rank_info, timeout=None):
         waiting = [rank for rank in waiting if not _accepts(rank_info, rank)]
         if not waiting:
             return
+        peer_exits.check_connect(rank_info.rank_id, waiting)
         if time.monotonic() > deadline:
             missing = ", ".join(f"rank {rank} at {rank_info.address(rank)}" for rank in waiting)
             raise ranktable.RankConfigError(
