@@ -243,6 +243,7 @@ class NPULossScaleOptimizer(tf.compat.v1.train.Optimizer):
         else:
             finite = tf.constant(True)
         self.is_overall_finite = finite
+        self._create_wrapped_variables(grads_and_vars)
 
         def apply():
             with tf.control_dependencies([self._opt.apply_gradients(grads_and_vars, global_step, name)]):
@@ -253,6 +254,17 @@ class NPULossScaleOptimizer(tf.compat.v1.train.Optimizer):
 
         applied = tf.cond(finite, apply, skip, name="apply_if_finite")
         return tf.group(applied, self._loss_scale_manager.update_loss_scale(finite), name=name)
+
+    def _create_wrapped_variables(self, grads_and_vars):
+        """The wrapped optimizer's slots and non-slot variables (Adam's beta1_power, beta2_power), made
+        where its own apply_gradients would make them, not inside the apply_if_finite cond: their
+        checkpoint keys are then the plain optimizer's, so a checkpoint moves between this and the
+        plain optimizer (the loss scale's variables are extra keys). Its apply_gradients in the cond
+        finds them made."""
+        var_list = [variable for gradient, variable in grads_and_vars if gradient is not None]
+        if var_list:
+            with tf.init_scope():
+                self._opt._create_slots(var_list)  # noqa: SLF001 - what Optimizer.apply_gradients calls first
 
     def get_slot(self, *args, **kwargs):
         return self._opt.get_slot(*args, **kwargs)
