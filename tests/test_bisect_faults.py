@@ -86,3 +86,29 @@ def test_bisect_stopped_by_a_signal_takes_its_script_with_it(sig, tmp_path):
         bisect.kill()
     assert bisect.returncode != 0
     _assert_none_left(pids)
+
+
+def test_a_feed_of_the_wrong_shape_is_one_line_and_leaves_no_work_folder(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+
+    from npu_sim_bridge.cli.main import main as cli_main
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 3], name="x")
+        tf.identity(tf.matmul(x, tf.ones([3, 2])), name="y")
+    tf.io.write_graph(graph.as_graph_def(), str(tmp_path), "graph.pb", as_text=False)
+    np.save(tmp_path / "x.npy", np.ones((4, 3), np.float32))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))  # where the bisect's own work folder would go
+    status = cli_main(["bisect", str(tmp_path / "graph.pb"), "--fetch", "y", "--feed", f"x={tmp_path / 'x.npy'}",
+                       "-o", str(tmp_path / "mixlist.json")])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "--feed x:0: the file holds an array of shape (4, 3) but placeholder x takes shape (2, 3)" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert list(temporary.iterdir()) == []

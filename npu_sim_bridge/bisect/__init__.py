@@ -49,8 +49,8 @@ def _bisect(target, params, rtol, output, guided, progress, workdir):
     bisector = Bisector(target, params=params, rtol=rtol, guided=guided, progress=report, workdir=workdir)
     try:
         result = bisector.run()
-    except BisectError:
-        if not workdir:  # the temporary folder made for this bisect holds nothing worth keeping
+    except BaseException:  # an error, Ctrl-C: the temporary folder made for this bisect holds nothing worth keeping
+        if not workdir:
             shutil.rmtree(bisector.workdir, ignore_errors=True)
         raise
     if output and result.found:

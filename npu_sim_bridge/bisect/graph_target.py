@@ -53,10 +53,11 @@ class GraphTarget:
                 raise BisectError(f"--fetch {fetch}: the graph has no node {fetch.rsplit(':', 1)[0]!r}"
                                   f"{_close(fetch.rsplit(':', 1)[0], names)}")
         self.feeds = dict(feeds or {})
-        for feed in self.feeds:
+        for feed, value in self.feeds.items():
             if feed.rsplit(":", 1)[0] not in names:
                 raise BisectError(f"--feed {feed}: the graph has no node {feed.rsplit(':', 1)[0]!r}"
                                   f"{_close(feed.rsplit(':', 1)[0], names)}")
+            _check_feed_shape(feed, np.asarray(value), names[feed.rsplit(":", 1)[0]])
         variables = sorted(n.name for n in self.graph_def.node if n.op in _VARIABLE_OPS)
         if variables:
             frozen = _frozen(graph, [fetch.rsplit(":", 1)[0] for fetch in self.fetches])
@@ -98,6 +99,8 @@ class GraphTarget:
                     values = sess.run(self.fetches, self.feeds)
             except tf.errors.OpError as err:
                 return Outcome([], nodes, failure=_first_line(err.message))
+            except (ValueError, TypeError) as err:  # a fed value TensorFlow refuses before running
+                return Outcome([], nodes, failure=str(err).splitlines()[0])
         return Outcome([np.asarray(v) for v in values], nodes)
 
 
@@ -149,6 +152,20 @@ def _node_infos(report, graph_def) -> dict[str, NodeInfo]:
     return {name: NodeInfo(name, base.get(name, d.op), d.list, d.dtype_before, d.dtype_after, d.placement,
                            groups.get(name, ()))
             for name, d in report.nodes.items()}
+
+
+def _check_feed_shape(feed: str, value: np.ndarray, node) -> None:
+    """A fed placeholder's declared shape (its unknown dimensions aside) must be the value's."""
+    if node.op not in ("Placeholder", "PlaceholderWithDefault") or "shape" not in node.attr:
+        return
+    shape = node.attr["shape"].shape
+    if shape.unknown_rank:
+        return
+    declared = [dim.size for dim in shape.dim]
+    if len(declared) != value.ndim or any(want not in (-1, got) for want, got in zip(declared, value.shape)):
+        wanted = "(" + ", ".join("?" if dim == -1 else str(dim) for dim in declared) + ("," if len(declared) == 1 else "") + ")"
+        raise BisectError(f"--feed {feed}: the file holds an array of shape {value.shape} but placeholder "
+                          f"{node.name} takes shape {wanted}; save a value of that shape")
 
 
 def _first_line(text: str) -> str:

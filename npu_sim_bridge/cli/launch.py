@@ -93,6 +93,10 @@ def cmd_launch(args):
                 json.dump(ranktable.make_rank_table(size), handle, indent=2)
             port_base, lock = reserve_port_base(args.port_base, size, search=args.port_base is None)
         try:
+            taken = [port_base + rank for rank in ranks if not _port_free(port_base + rank)]
+            if taken:
+                raise UsageError(f"--port-base {port_base}: port {taken[0]} (rank {taken[0] - port_base}) is in use on "
+                                 "this host; choose another --port-base, or leave it out to get free ports")
             command = [sys.executable, "-m", "npu_sim_bridge", "run", *run_options, args.script, *args.script_args]
             exits = os.path.join(folder, "rank_exits")
             os.mkdir(exits)

@@ -5,7 +5,9 @@ ASCEND_SLOG_PRINT_TO_STDOUT=1 the records go to standard output, as CANN prints 
 otherwise to a plog file, as CANN writes them: $ASCEND_PROCESS_LOG_PATH, else
 ~/ascend/log/debug/plog, file plog-<pid>_<time>.log. Without ASCEND_GLOBAL_LOG_LEVEL nothing is
 configured (the logger follows the application's logging set-up), unless ASCEND_SLOG_PRINT_TO_STDOUT=1
-asks for printing: then CANN's default level, 3 (error), applies.
+asks for printing: then CANN's default level, 3 (error), applies. A log folder that cannot be made or
+written is one warning, and the records go to standard error; a plog write that fails (a full disk) is
+one line on standard error, and the plog is then left alone, never a traceback per record.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def apply_logging_environment(environ=None) -> logging.Handler | None:
     if to_stdout:
         handler: logging.Handler = logging.StreamHandler(sys.stdout)
     else:
-        handler = logging.FileHandler(_plog_path(environ), delay=True, encoding="utf-8")
+        path = _plog_path(environ)
+        handler = _PlogHandler(path, delay=True, encoding="utf-8") if path else logging.StreamHandler(sys.stderr)
     setattr(handler, _HANDLER_MARK, True)
     handler.setFormatter(logging.Formatter(_FORMAT))
     logger.addHandler(handler)
@@ -55,11 +58,45 @@ def apply_logging_environment(environ=None) -> logging.Handler | None:
     return handler
 
 
-def _plog_path(environ) -> str:
-    directory = environ.get("ASCEND_PROCESS_LOG_PATH") or os.path.join(
-        os.path.expanduser("~"), "ascend", "log", "debug", "plog")
-    os.makedirs(directory, exist_ok=True)
+def _plog_path(environ) -> str | None:
+    """The plog file to write, or None (with a warning) when its folder cannot be made or written."""
+    given = environ.get("ASCEND_PROCESS_LOG_PATH")
+    directory = given or os.path.join(os.path.expanduser("~"), "ascend", "log", "debug", "plog")
+    what = f"ASCEND_PROCESS_LOG_PATH={given!r}" if given else f"the plog folder {directory}"
+    try:
+        os.makedirs(directory, exist_ok=True)
+        writable = os.access(directory, os.W_OK | os.X_OK)
+        reason = "it is not writable"
+    except OSError as error:
+        writable, reason = False, error.strerror or str(error)
+    if not writable:
+        warnings.warn(f"{what} cannot be used ({reason}); the npu_sim_bridge log goes to standard error instead: "
+                      "point ASCEND_PROCESS_LOG_PATH at a writable folder", stacklevel=3)
+        return None
     return os.path.join(directory, f"plog-{os.getpid()}_{time.strftime('%Y%m%d%H%M%S')}.log")
+
+
+class _PlogHandler(logging.FileHandler):
+    """A plog file whose first failed write (a full disk, a removed folder) is one line on stderr, after
+    which the records are dropped: logging's default prints a traceback for every record."""
+
+    failed = False
+
+    def emit(self, record):
+        if not self.failed:
+            super().emit(record)
+
+    def handleError(self, record):  # noqa: N802 - logging's name
+        if self.failed:
+            return
+        self.failed = True
+        error = sys.exc_info()[1]
+        reason = getattr(error, "strerror", None) or str(error)
+        try:
+            sys.stderr.write(f"npu_sim_bridge: cannot write the log file {self.baseFilename} ({reason}); "
+                             "further log records are dropped\n")
+        except (OSError, ValueError):
+            pass
 
 
 def log_rewrite(report) -> None:

@@ -26,7 +26,7 @@ import threading
 import tensorflow as tf
 from tensorflow.python.framework import ops, tensor_util
 
-from npu_sim_bridge.runtime.hccl import cluster, groups
+from npu_sim_bridge.runtime.hccl import cluster, groups, ranktable
 from npu_sim_bridge.runtime.hccl.groups import WORLD_GROUP
 
 REDUCTIONS = {"sum": "Add", "prod": "Mul", "max": "Max", "min": "Min"}
@@ -55,7 +55,9 @@ def _timeout():
     except ValueError:
         value = -1.0
     if not value >= 0:
-        raise ValueError(f"environment variable {EXEC_TIMEOUT_ENV}={text!r} must be a number of seconds >= 0")
+        raise ranktable.RankConfigError(
+            f"environment variable {EXEC_TIMEOUT_ENV}={text!r} must be a number of seconds >= 0 (HCCL's default: "
+            f"{DEFAULT_EXEC_TIMEOUT:g})")
     return value
 
 

@@ -80,6 +80,11 @@ def rank_info(environ=None):
     port_base = _int_variable(environ, PORT_BASE_ENV, default=DEFAULT_PORT_BASE, minimum=1)
     table_file = environ.get("RANK_TABLE_FILE") or None
     if size == 1 and table_file is None:
+        rank_text = (environ.get("RANK_ID") or "").strip()
+        if not (environ.get("RANK_SIZE") or "").strip() and rank_text not in ("", "0"):
+            raise RankConfigError(
+                f"RANK_ID is {rank_text!r} but RANK_SIZE is not set, so this process would run as rank 0 of 1; set "
+                "RANK_SIZE to the number of ranks (and RANK_TABLE_FILE), or start the ranks with `npu-sim launch`")
         return RankInfo(0, 1, _int_variable(environ, "DEVICE_ID", default=0), (LOCALHOST,), port_base)
     rank = _int_variable(environ, "RANK_ID")
     if rank is None:
@@ -109,6 +114,9 @@ def read_rank_table(path):
             table = json.load(handle)
     except OSError as error:
         raise RankConfigError(f"rank table {path} (RANK_TABLE_FILE) cannot be read: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise RankConfigError(f"rank table {path} is not UTF-8 text (byte {error.start} is {error.object[error.start]:#04x}); "
+                              "save it as UTF-8 JSON") from None
     except json.JSONDecodeError as error:
         raise RankConfigError(f"rank table {path} is not valid JSON: {error.msg} at line {error.lineno} "
                               f"column {error.colno}") from None
