@@ -1,0 +1,55 @@
+"""estimate(graph, options, batch, soc): rewrite a graph as NpuOptimizer would and estimate its step on a 910."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from npu_sim_bridge.estimate.hardware import hardware
+from npu_sim_bridge.estimate.shapes import infer_shapes, with_batch
+from npu_sim_bridge.estimate.step import StepEstimate, estimate_step
+from npu_sim_bridge.estimate.walk import walk
+
+
+def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str | None = None,
+             fetches: Iterable[str] | None = None, constants: Mapping[str, float] | None = None) -> StepEstimate:
+    """Estimate one training step of `graph` on an Ascend 910 (the SoC preset `soc`, default Ascend910A).
+
+    graph, options, fetches: as for npu_sim_bridge.rewrite (the options are the Session's parameter_map).
+    batch: the samples of a step; placeholders whose first dimension is unknown get it, and samples/s uses it
+           (without it, the first dimension of the first fed placeholder, when static).
+    constants: hardware constants to replace (see npu_sim_bridge.estimate.hardware.TABLE_910A).
+    """
+    from npu_sim_bridge.api import rewrite
+    from npu_sim_bridge.config import from_any
+    from npu_sim_bridge.graph.io import load_graph
+    from npu_sim_bridge.ops_info import load_library
+
+    hw = hardware(soc, constants)
+    graph_def, default_fetches = load_graph(graph)
+    fetch = list(fetches) if fetches is not None else list(default_fetches)
+    graph_def, _ = with_batch(graph_def, batch)
+    shapes = infer_shapes(graph_def)
+    parsed = from_any(options if options is not None else None)
+    result = rewrite(graph_def, options, fetches=fetch if fetches is not None or fetch else None)
+    walked = walk(result.graph_def, fetch, shapes, result.report.nodes, load_library(parsed.get("sim_ops_info_path")
+                                                                                    or None), hw, batch)
+    samples = batch or _fed_batch(graph_def)
+    values = {"iterations_per_loop": parsed.get("iterations_per_loop"),
+              "precision_mode": parsed.get("precision_mode")}
+    step = estimate_step(walked, hw, samples, values)
+    step.rewrite = result
+    return step
+
+
+def _fed_batch(graph_def) -> int | None:
+    for node in graph_def.node:
+        if node.op == "Placeholder" and "shape" in node.attr:
+            dims = node.attr["shape"].shape.dim
+            if dims and dims[0].size > 0 and len(dims) > 1:
+                return int(dims[0].size)
+    for node in graph_def.node:
+        if node.op == "Placeholder" and "shape" in node.attr:
+            dims = node.attr["shape"].shape.dim
+            if dims and dims[0].size > 0:
+                return int(dims[0].size)
+    return None
