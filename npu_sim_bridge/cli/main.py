@@ -15,7 +15,7 @@ from npu_sim_bridge.errors import NpuSimError
 
 # Subcommands that only read files and rewrite graphs offline: they never compile or load the shim.
 OFFLINE_COMMANDS = frozenset({"inspect", "rewrite", "mixlist", "fusion-rules", "compare", "overflow", "info",
-                              "profile"})
+                              "profile", "estimate"})
 
 
 def _parse_params(pairs: list[str]) -> dict[str, str]:
@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     from npu_sim_bridge.cli.tool_commands import add_tool_commands
 
     add_tool_commands(commands)  # info, profile
+    from npu_sim_bridge.cli.estimate_command import add_estimate_command
+
+    add_estimate_command(commands)  # estimate: step time on an Ascend 910
     from npu_sim_bridge.cli.bisect_command import add_bisect_command
 
     add_bisect_command(commands)
