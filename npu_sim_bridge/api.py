@@ -28,12 +28,16 @@ def rewrite(graph: Any, options: Any = None, fetches: Iterable[str] | None = Non
     """
     from npu_sim_bridge.config import from_any
 
+    from npu_sim_bridge.offline_checks import check_graph, check_options_source
+
     graph_def, default_fetches = load_graph(graph)
+    check_options_source(options)
     parsed = from_any(options)
     if parsed is None:
         parsed = from_any(None)
     fetch = tuple(fetches) if fetches is not None else tuple(default_fetches)
     _check_fetches(graph_def, fetch)
+    check_graph(graph_def, fetch)
     keep_outputs = fetches is None and not fetch  # nothing said what is fetched: every output may be
     preserve = graph_outputs(graph_def) if keep_outputs else frozenset()
     item = ItemInfo(id="offline", fetch=fetch, preserve=preserve)

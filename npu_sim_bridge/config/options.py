@@ -460,6 +460,11 @@ def _check_mix_compile(values, given, notes):
         raise ConfigError(
             f'"iterations_per_loop" must be 1 with "mix_compile_mode" is True (got iterations_per_loop='
             f'{values["iterations_per_loop"]}); set iterations_per_loop to 1 or turn mix_compile_mode off')
+    if values["iterations_per_loop"] > 1:  # the simulation has no device loop: say what it does instead
+        notes.append(
+            f"iterations_per_loop={values['iterations_per_loop']}: the simulation runs one training step per "
+            "Session.run (the NPU runs that many steps on the device per run, reading that many batches); "
+            "loop in Python over the steps, and count each run as one step")
 
 
 def _check_directory(option, path, why):

@@ -54,6 +54,9 @@ def _from_saved_model(saved: saved_model_pb2.SavedModel, where: str):
 def _from_path(path: str):
     if not os.path.exists(path):
         raise GraphInputError(f"graph file {path!r} does not exist")
+    if not os.path.isdir(path) and not os.path.isfile(path):  # /dev/zero, a FIFO: reading would never end
+        raise GraphInputError(f"graph path {path!r} is not a regular file or a SavedModel directory; "
+                              "give a .pb/.pbtxt/.meta file or a SavedModel directory")
     if os.path.isdir(path):
         for name in ("saved_model.pb", "saved_model.pbtxt"):
             candidate = os.path.join(path, name)
