@@ -45,17 +45,17 @@ def advise(step: StepEstimate) -> list:
         add("aicpu_ops", sum(o.us for o in aicpu), _names(aicpu),
             "these ops run on the 4 AI CPU cores, not the AI Cores: replace them with ops the AI Core library has "
             "(e.g. tf.pad with mode CONSTANT instead of MirrorPad), or move them into the input pipeline")
-    splitters = step.walked.splitters
-    if splitters or len(step.walked.geops) > 1:
-        host = [o for o in step.ops if o.record.work.unit == HOST]
+    splitters = set(step.walked.splitters)
+    host = [o for o in step.ops if o.record.work.unit == HOST]
+    if host or splitters or len(step.walked.geops) > 1:
         us = sum(o.us for o in host) + sum(t for _, t in step.transfers) + _round_trips(step)
-        kinds = Counter(o.record.op for o in host if o.record.name in set(splitters))
-        named = [f"{op} x{n}" if n > 1 else op for op, n in kinds.most_common()] or splitters
+        named = _names([o for o in host if o.record.name in splitters] or host) or sorted(splitters)
         py = any(o.record.op in PY_FUNCS for o in host)
         add("host_split", us, named,
-            f"host ops split the graph into {len(step.walked.geops)} GeOps, each a device launch with copies both "
-            "ways" + ("; a py_func always runs on the host: rewrite it in TensorFlow ops" if py else
-                      "; make them device ops or move them before or after the device part") +
+            f"{len(host)} ops of the step run on the host around {len(step.walked.geops)} GeOp(s), each GeOp a "
+            "device launch with copies both ways" +
+            ("; a py_func always runs on the host and keeps the ops next to it there: rewrite it in TensorFlow "
+             "ops" if py else "; make them device ops or move them before or after the device part") +
             " (mix_compile_mode keeps such graphs running, it does not make them fast)")
     fp32 = [o for o in device if o.record.work.fp32_cube and o.time.convert_us > 0]
     if fp32:
