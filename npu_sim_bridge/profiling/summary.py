@@ -49,11 +49,12 @@ def summarize(path: str) -> list[StepSummary]:
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise NpuSimError(f"trace {file} cannot be read as a chrome trace ({err}); pass a file that "
                               "npu_sim_bridge's profiling wrote") from None
+        _check_events(file, events)
         summary = StepSummary(step=trace.get("metadata", {}).get("step", _step_of(file)), path=file)
         for event in events:
             if event.get("ph") != "X":
                 continue
-            duration = float(event.get("dur", 0))
+            duration = float(event["dur"])
             args = event.get("args", {})
             if event.get("cat") == "GeOp":
                 summary.device_us += duration
@@ -66,6 +67,22 @@ def summarize(path: str) -> list[StepSummary]:
             summary.nodes[(where, event.get("name", "?"), args.get("op", "?"))] += duration
         steps.append(summary)
     return steps
+
+
+def _check_events(file: str, events) -> None:
+    """A chrome trace's events: a list of objects, with at least one timed ("X") event, each with a
+    number of microseconds in `dur` (a malformed trace read as 0.000 ms would look like a fast step)."""
+    remedy = "; pass a trace_step_*.json file that npu_sim_bridge's profiling wrote"
+    if not isinstance(events, list) or not all(isinstance(event, dict) for event in events):
+        raise NpuSimError(f"trace {file}: traceEvents is not a list of event objects{remedy}")
+    timed = [event for event in events if event.get("ph") == "X"]
+    if not timed:
+        raise NpuSimError(f"trace {file} holds no timed event (\"ph\": \"X\"), so there is nothing to sum{remedy}")
+    for index, event in enumerate(timed):
+        duration = event.get("dur")
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration >= 0:
+            raise NpuSimError(f"trace {file}: timed event {event.get('name', index)!r} has no duration in microseconds "
+                              f"(dur = {duration!r}){remedy}")
 
 
 def format_summary(steps: list[StepSummary], top: int = 10) -> str:
