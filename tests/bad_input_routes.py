@@ -101,6 +101,10 @@ def session_config(inp):
         rewrite.disable_meta_optimizer = True
     if inp.get("iterations") == "ONE":
         rewrite.meta_optimizer_iterations = RewriterConfig.ONE
+    if inp.get("place_pruned_graph"):
+        config.graph_options.place_pruned_graph = True
+    if "meta_optimizer_timeout_ms" in inp:
+        rewrite.meta_optimizer_timeout_ms = inp["meta_optimizer_timeout_ms"]
     if inp.get("helper"):
         from npu_sim_bridge.npu_init import npu_config_proto
 

@@ -23,10 +23,13 @@ The guard is the last hook of session_hooks.py, which owns the one wrapper of Ba
 from __future__ import annotations
 
 from npu_sim_bridge import session_hooks
-from npu_sim_bridge.errors import NativeBuildError
+from npu_sim_bridge.errors import ConfigError, NativeBuildError
 
 _NAME = "NpuOptimizer"
 _NO_CONVERSION_ON_CPU = 0  # RewriterConfig.CpuLayout: Grappler's default (no conversion on the CPU)
+
+# Grappler's deadline for all its optimizers: below this, NpuOptimizer may not run before it passes.
+_SHORTEST_META_TIMEOUT_MS = 60_000
 
 _refuse = False  # True when the shim is skipped: Sessions naming NpuOptimizer are refused
 
@@ -51,12 +54,29 @@ def names_npu_optimizer(config) -> bool:
 
 
 def check_config(config) -> None:
-    """NativeBuildError if the shim is skipped and `config` (a ConfigProto or None) names NpuOptimizer."""
+    """NativeBuildError if the shim is skipped and `config` (a ConfigProto or None) names NpuOptimizer;
+    ConfigError for settings under which Grappler would not hand NpuOptimizer the graph (each named,
+    rather than the after-the-fact check's general "no NpuOptimizer rewrote the graph")."""
+    if names_npu_optimizer(config):
+        _check_grappler_settings(config)
     if _refuse and names_npu_optimizer(config):
         raise NativeBuildError(
             "NPU_SIM_SKIP_NATIVE is set, so NpuOptimizer is not registered in this process and this Session, "
             "whose config names it, would run the graph unrewritten; unset NPU_SIM_SKIP_NATIVE (the shim needs a "
             "C++ compiler and TensorFlow's headers), or remove NpuOptimizer from the config")
+
+
+def _check_grappler_settings(config) -> None:
+    if config.graph_options.place_pruned_graph:
+        raise ConfigError(
+            "config.graph_options.place_pruned_graph is True: TensorFlow then places each pruned graph without "
+            "Grappler, so NpuOptimizer would never see it; leave place_pruned_graph False with NpuOptimizer")
+    timeout = config.graph_options.rewrite_options.meta_optimizer_timeout_ms
+    if 0 < timeout < _SHORTEST_META_TIMEOUT_MS:
+        raise ConfigError(
+            f"rewrite_options.meta_optimizer_timeout_ms is {timeout}: Grappler stops its optimizers after that "
+            "many milliseconds, before NpuOptimizer may have run, and the graph would run unrewritten; leave it "
+            f"unset (0) or give it at least {_SHORTEST_META_TIMEOUT_MS}")
 
 
 def every_graph_config(config):
