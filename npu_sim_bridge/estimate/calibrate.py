@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from npu_sim_bridge.estimate.hardware import FITTED, Hardware, hardware
 from npu_sim_bridge.estimate.step import StepEstimate, estimate_step

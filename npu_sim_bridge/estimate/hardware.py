@@ -106,7 +106,7 @@ TABLE_910A: dict[str, Constant] = {
 _ERA_AICPU = frozenset({"MirrorPad", "MirrorPadGrad"})
 
 
-def _variant(soc, *, cube, vector, clock, hbm, aicpu, l2_note="") -> Hardware:
+def _variant(soc, *, cube, vector, clock, hbm, aicpu) -> Hardware:
     table = dict(TABLE_910A)
     table["cube_cores"] = Constant(cube, "cores", DATASHEET, "AI Cores running cube work (split cores)")
     table["vector_cores"] = Constant(vector, "cores", DATASHEET, "vector cores (separate from the cube cores)")

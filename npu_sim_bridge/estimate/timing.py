@@ -6,7 +6,7 @@ import dataclasses
 import math
 
 from npu_sim_bridge.estimate.hardware import Hardware
-from npu_sim_bridge.estimate.ops import AICPU, CUBE, FREE, HOST, VECTOR, Work
+from npu_sim_bridge.estimate.ops import AICPU, CUBE, FREE, HOST, Work
 
 
 @dataclasses.dataclass(frozen=True)
