@@ -22,6 +22,7 @@ from npu_sim_bridge.cli.main import main as cli_main  # noqa: E402
 from npu_sim_bridge.errors import ConfigError  # noqa: E402
 from npu_sim_bridge.passes.fusion import FusionSwitchWarning, all_rules, load_switch, parse_switch  # noqa: E402
 from npu_sim_bridge.passes.fusion.marks import FUSION_ATTR, fusion_rules  # noqa: E402
+from npu_sim_bridge.passes.precision.boundary import DEVICE_SUFFIX  # noqa: E402
 
 MIX = {"precision_mode": "allow_mix_precision"}
 
@@ -65,10 +66,14 @@ def ops(graph_def):
 
 
 def body_nodes(graph_def):
-    """Main-graph nodes, with the GeOp bodies' nodes taking precedence over the stubs keeping their names."""
+    """Main-graph nodes, with the GeOp bodies' nodes taking precedence over the stubs keeping their names.
+    A fetched op that leaves the device through a Cast runs as `<name>/NpuSimOnDevice` (its name is the
+    Identity at the boundary, precision/boundary.py): the op is found under the fetched name."""
     nodes = ops(graph_def)
     for function in graph_def.library.function:
         nodes.update({node.name: node for node in function.node_def})
+    suffix = "/" + DEVICE_SUFFIX
+    nodes.update({name[:-len(suffix)]: node for name, node in list(nodes.items()) if name.endswith(suffix)})
     return nodes
 
 
