@@ -8,6 +8,7 @@ import traceback
 
 from npu_sim_bridge.errors import NpuSimError
 from npu_sim_bridge.runtime.alias import NpuBridgeAliasError, install_alias
+from npu_sim_bridge.runtime.child_alias import for_children, restore
 from npu_sim_bridge.runtime.hccl.ranktable import RankConfigError
 from npu_sim_bridge.runtime.loss_scale import register_tf1_contrib
 from npu_sim_bridge.tf1compat.hook import PLUMBING_FILES, tf1_api
@@ -78,6 +79,7 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
     if not os.path.isfile(path):
         raise NpuBridgeAliasError(f"script {path!r} does not exist or is not a file")
     install_alias(shadow=shadow)
+    saved_environment = for_children(shadow)  # the script's Python child processes import the alias too
     if all_sessions:
         from npu_sim_bridge.runtime.session import enable_npu_for_all_sessions
 
@@ -94,6 +96,7 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
         print_script_traceback(error, path)
         return 1
     finally:
+        restore(saved_environment)
         if not option_error:  # the error already says why nothing was rewritten
             _note_if_nothing_simulated(all_sessions)
     return 0
