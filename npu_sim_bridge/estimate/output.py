@@ -66,6 +66,8 @@ def to_text(step: StepEstimate, top: int = 10) -> str:
     for unit, ms in d["by_unit"].items():
         share = 100 * ms / d["step_ms"] if d["step_ms"] else 0.0
         lines.append(f"  {unit:<13}{ms:10.3f}  {share:5.1f}%")
+    if d["geops"]:
+        lines += ["", "per GeOp (ms): " + ", ".join(f"{name} {ms:.3f}" for name, ms in d["geops"].items())]
     lines += ["", f"top {len(d['top_ops'])} ops:"]
     for row in d["top_ops"]:
         lines.append(f"  {row['us']:10.1f} us {100 * row['share']:5.1f}%  {row['unit']:<6} {row['bound']:<7} "
