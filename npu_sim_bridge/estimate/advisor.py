@@ -51,9 +51,9 @@ def advise(step: StepEstimate) -> list:
         us = sum(o.us for o in host) + sum(t for _, t in step.transfers) + _round_trips(step)
         named = _names([o for o in host if o.record.name in splitters] or host) or sorted(splitters)
         py = any(o.record.op in PY_FUNCS for o in host)
-        add("host_split", us, named,
-            f"{len(host)} ops of the step run on the host around {len(step.walked.geops)} GeOp(s), each GeOp a "
-            "device launch with copies both ways" +
+        where = (f"around {len(step.walked.geops)} GeOp(s), each GeOp a device launch with copies both ways"
+                 if step.walked.geops else "and no GeOp runs: the report says why each node stayed there")
+        add("host_split", us, named, f"{len(host)} ops of the step run on the host {where}" +
             ("; a py_func always runs on the host and keeps the ops next to it there: rewrite it in TensorFlow "
              "ops" if py else "; make them device ops or move them before or after the device part") +
             " (mix_compile_mode keeps such graphs running, it does not make them fast)")
