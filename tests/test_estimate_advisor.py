@@ -132,11 +132,13 @@ def test_json_and_csv_shapes(tmp_path):
     import contextlib
     with contextlib.redirect_stdout(buf):
         assert main(["estimate", str(path), "--param", "precision_mode=allow_mix_precision", "--json",
-                     "--csv", str(out)]) == 0
+                     "--all-ops", "--csv", str(out)]) == 0
     data = json.loads(buf.getvalue())
     for key in ("step_ms", "samples_per_s", "by_unit", "bottlenecks", "constants", "step_ms_range"):
         assert key in data
     assert data["step_ms_range"][0] < data["step_ms"] < data["step_ms_range"][1]
+    pad = next(row for row in data["ops"] if row["op"] == "MirrorPad")
+    assert pad["unit"] == "aicpu" and pad["us"] > 0
     assert data["samples_per_s"] == pytest.approx(8 / (data["step_ms"] / 1e3), rel=1e-3)
     rows = list(csv.DictReader(out.read_text().splitlines()))
     assert tuple(rows[0].keys()) == OP_SUMMARY_COLUMNS

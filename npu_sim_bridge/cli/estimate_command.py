@@ -33,7 +33,7 @@ def cmd_estimate(args) -> int:
                     constants=_constants(args.constant))
     if args.csv:
         write_atomic(args.csv, to_csv(step), "op summary CSV")
-    sys.stdout.write(to_json(step, args.top) + "\n" if args.json else to_text(step, args.top))
+    sys.stdout.write(to_json(step, args.top, args.all_ops) + "\n" if args.json else to_text(step, args.top))
     return 0
 
 
@@ -73,4 +73,6 @@ def add_estimate_command(commands) -> None:
     parser.add_argument("--csv", metavar="FILE", help="also write an op_summary-style CSV (the real profiler's "
                                                        "columns, empty where there is no estimate)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--all-ops", action="store_true",
+                        help="with --json: every op of the step with its unit and estimated time (\"ops\")")
     parser.set_defaults(handler=cmd_estimate)

@@ -21,8 +21,9 @@ _TASK_TYPE = {"cube": "AI_CORE", "vector": "AI_CORE", "aicpu": "AI_CPU", "host":
 NOTE = ("an estimate from a roofline model calibrated on two measured throughputs, not a measurement")
 
 
-def to_dict(step: StepEstimate, top: int = 10) -> dict:
-    """The estimate as one JSON-ready object."""
+def to_dict(step: StepEstimate, top: int = 10, every_op: bool = False) -> dict:
+    """The estimate as one JSON-ready object; `every_op` adds "ops": every op of the step with its unit and
+    time, by the node name the report uses (join the two on it)."""
     low, high = step.range_us()
     costed = sorted((o for o in step.ops if o.record.work.unit != FREE), key=lambda o: -o.us)
     return {
@@ -41,6 +42,7 @@ def to_dict(step: StepEstimate, top: int = 10) -> dict:
         "constants": {row["key"]: {"value": row["value"], "unit": row["unit"], "source": row["source"]}
                       for row in step.hw.rows()},
         "dynamic": step.walked.loops,
+        **({"ops": [_op_row(o, step.step_us) for o in step.ops]} if every_op else {}),
     }
 
 
@@ -51,8 +53,8 @@ def _op_row(item, total) -> dict:
             "gflops": round(r.work.flops / 1e9, 4), "mbytes": round(r.work.bytes / 1e6, 3), "dtype": r.dtype}
 
 
-def to_json(step: StepEstimate, top: int = 10) -> str:
-    return json.dumps(to_dict(step, top), indent=2)
+def to_json(step: StepEstimate, top: int = 10, every_op: bool = False) -> str:
+    return json.dumps(to_dict(step, top, every_op), indent=2)
 
 
 def to_text(step: StepEstimate, top: int = 10) -> str:
