@@ -135,3 +135,22 @@ def test_presets_and_bad_names():
         hardware("Ascend999")
     with pytest.raises(ConfigError, match="cube_efficiency"):
         hardware(overrides={"cube_eff": 0.5})
+
+
+def test_with_batch_fills_only_unknown_first_dimensions():
+    import tensorflow as tf
+
+    from npu_sim_bridge.errors import ConfigError
+    from npu_sim_bridge.estimate.shapes import infer_shapes, with_batch
+
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.compat.v1.placeholder(tf.float32, [None, 5], name="a")
+        tf.compat.v1.placeholder(tf.float32, [3, 5], name="b")
+        tf.identity(a * 2.0, name="out")
+    fixed, changed = with_batch(g.as_graph_def(), 12)
+    assert changed == 1
+    shapes = infer_shapes(fixed)
+    assert shapes["out"] == [[12, 5]] and shapes["b"] == [[3, 5]]
+    with pytest.raises(ConfigError, match="--batch"):
+        with_batch(g.as_graph_def(), 0)
