@@ -157,3 +157,9 @@ def test_cli_errors_name_the_thing(tmp_path, capsys):
     assert main(["estimate", str(path), "--constant", "cube_efficiency"]) == 2
     assert main(["estimate", str(path), "--batch", "0"]) == 2
     assert main(["estimate", str(tmp_path / "missing.pb")]) != 0
+
+
+def test_a_static_batch_is_the_graphs_own():
+    g, train = _mlp_graph()  # x is [64, 256]
+    step = estimate(g, MIXED, fetches=[train.name], batch=8)
+    assert step.batch == 64

@@ -15,8 +15,8 @@ def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str
     """Estimate one training step of `graph` on an Ascend 910 (the SoC preset `soc`, default Ascend910A).
 
     graph, options, fetches: as for npu_sim_bridge.rewrite (the options are the Session's parameter_map).
-    batch: the samples of a step; placeholders whose first dimension is unknown get it, and samples/s uses it
-           (without it, the first dimension of the first fed placeholder, when static).
+    batch: placeholders whose first dimension is unknown get it. samples/s counts the first dimension of the
+           first fed placeholder (static in the graph or given by `batch`), else `batch`.
     constants: hardware constants to replace (see npu_sim_bridge.estimate.hardware.TABLE_910A).
     """
     from npu_sim_bridge.api import rewrite
@@ -33,7 +33,7 @@ def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str
     result = rewrite(graph_def, options, fetches=fetch if fetches is not None or fetch else None)
     walked = walk(result.graph_def, fetch, shapes, result.report.nodes, load_library(parsed.get("sim_ops_info_path")
                                                                                     or None), hw, batch)
-    samples = batch or _fed_batch(graph_def)
+    samples = _fed_batch(graph_def) or batch  # a graph built with a static batch keeps it; --batch fills unknowns
     values = {"iterations_per_loop": parsed.get("iterations_per_loop"),
               "precision_mode": parsed.get("precision_mode")}
     step = estimate_step(walked, hw, samples, values)
