@@ -23,6 +23,7 @@ import threading
 from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import ConfigError
+from npu_sim_bridge.fileio import write_atomic
 from npu_sim_bridge.graph.inline import graph_input
 
 GEOP_ATTR = "_npu_sim_geop"
@@ -79,8 +80,7 @@ class GraphDumper:
             number = next(_sequence)
         path = os.path.join(self.directory, f"ge_proto_{number:08d}_{name}.txt")
         try:
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(str(_shaped(graph_def, self.detail)))
+            write_atomic(path, str(_shaped(graph_def, self.detail)), what="graph dump")  # no 0-byte file on a full disk
         except OSError as err:
             raise ConfigError(f"environment variable DUMP_GRAPH_PATH={self.directory!r}: cannot write {path} "
                               f"({err}); point it at a writable folder") from err

@@ -53,14 +53,14 @@ class SessionProfiler:
 
     def _write(self, metadata, step: int) -> None:
         from npu_sim_bridge.errors import ConfigError
+        from npu_sim_bridge.fileio import write_atomic
         from npu_sim_bridge.profiling.trace import build_trace
 
         trace = build_trace(metadata, step, with_ops=self.options.task_trace)
         path = os.path.join(self.folder, f"trace_step_{step}.json")
         try:
             os.makedirs(self.folder, exist_ok=True)
-            with open(path, "w", encoding="utf-8") as handle:
-                json.dump(trace, handle)
+            write_atomic(path, json.dumps(trace), what="profiling trace")  # no 0-byte file on a full disk
         except OSError as err:
             raise ConfigError(f"option profiling_options: cannot write the trace {path} ({err}); point \"output\" "
                               "at a writable folder") from err
