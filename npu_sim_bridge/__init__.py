@@ -46,6 +46,9 @@ def enable_sessions() -> None:
     from npu_sim_bridge.profiling.session_hook import install
 
     load_native()
+    # The entry the shim calls, imported now rather than by the first rewrite: Ctrl-C in the first seconds
+    # of the first run then meets the entry's own handling, not a half-done import with an empty reason.
+    import npu_sim_bridge.native.entry  # noqa: F401
     session_guard.install(skip_native=False)
     install()
 
