@@ -126,6 +126,10 @@ def _dumps(folder):
     _dump(os.path.join(folder, "dump_a"), {"mm": base, "relu": base})
     _dump(os.path.join(folder, "dump_b"), {"mm": base, "relu": base + 0.5})
     _dump(os.path.join(folder, "dump_empty_npy"), {"mm": base, "relu": None})
+    _dump(os.path.join(folder, "dump_shape"), {"mm": base, "relu": base.reshape(4)})
+    with_nan = base.copy()
+    with_nan[0, 1] = np.nan
+    _dump(os.path.join(folder, "dump_nan"), {"mm": base, "relu": with_nan})
     _dump(os.path.join(folder, "dump_empty_flags"), {"mm": base, "relu": base}, overflow=b"")
     _dump(os.path.join(folder, "dump_cut_manifest"), {"mm": base, "relu": base})
     manifest = os.path.join(folder, "dump_cut_manifest", layout.MANIFEST)

@@ -47,6 +47,13 @@ def test_metrics_cosine_and_errors():
     assert metrics(np.zeros(3), np.zeros(3))[0] == 1.0 and metrics(np.zeros(3), a)[0] == 0.0
     assert metrics(np.array([1.0, np.inf]), np.array([1.0, 5.0]))[3] is True
     assert metrics(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]))[3] is False
+    assert metrics(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]))[1:3] == (0.0, 0.0)
+
+
+def test_metrics_nonfinite_against_finite_is_an_infinite_error():
+    for a, b in (([np.nan, 1.0], [2.0, 1.0]), ([1.0, np.inf], [1.0, 5.0]), ([np.nan], [3.0])):
+        _, max_abs, max_rel, nonfinite = metrics(np.array(a), np.array(b))
+        assert nonfinite is True and max_abs == np.inf and max_rel == np.inf, (a, b)
 
 
 def test_first_divergent_op_in_graph_order(tmp_path):

@@ -25,6 +25,12 @@ OK, DIVERGED, SHAPE, ONLY_A, ONLY_B, MISSING, NOT_RUN = (
     "match", "DIVERGED", "shape differs", "only in A", "only in B", "file missing", "not run")
 
 
+def diverges(row) -> bool:
+    """Whether a row counts against a match: its values differ, or its shape does. A shape that differs on an op
+    a fusion replaced (another type in B) is not counted: the replacing op's inputs are other tensors."""
+    return row.status == DIVERGED or (row.status == SHAPE and (not row.type_b or row.type_b == row.type))
+
+
 class DumpMismatchError(NpuSimError):
     """The two dumps come from different graphs (or hold no common step)."""
 
@@ -63,11 +69,11 @@ class PairResult:
     @property
     def skipped(self) -> list[Row]:
         """Diverged tensors that are not candidates for the first divergent op, with the reason in `note`."""
-        return [row for row in self.rows if row.status == DIVERGED and row.note]
+        return [row for row in self.rows if diverges(row) and row.note]
 
     @property
     def first_divergent(self) -> Row | None:
-        diverged = [row for row in self.rows if row.status == DIVERGED and not row.note]
+        diverged = [row for row in self.rows if diverges(row) and not row.note]
         return min(diverged, key=lambda row: (row.step, row.order if row.order is not None else 1 << 60),
                    default=None)
 
@@ -99,15 +105,19 @@ class CompareResult:
 
 
 def metrics(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, bool]:
-    """(cosine similarity, max |b-a|, max |b-a|/|a|, non-finite values differ) over the finite positions."""
+    """(cosine similarity, max |b-a|, max |b-a|/|a|, non-finite values differ).
+
+    Cosine is over the positions finite in both; the errors are inf where a NaN or inf stands against a
+    different value (NaN against NaN, or the same inf on both sides, is equal)."""
     a = np.asarray(a, dtype=np.float64).ravel()
     b = np.asarray(b, dtype=np.float64).ravel()
     nonfinite_differs = not (np.array_equal(np.isnan(a), np.isnan(b)) and
                              np.array_equal(np.where(np.isinf(a), a, 0), np.where(np.isinf(b), b, 0)))
     finite = np.isfinite(a) & np.isfinite(b)
     fa, fb = a[finite], b[finite]
+    worst = float("inf") if nonfinite_differs else 0.0
     if fa.size == 0:
-        return (1.0 if not nonfinite_differs else float("nan")), 0.0, 0.0, nonfinite_differs
+        return (1.0 if not nonfinite_differs else float("nan")), worst, worst, nonfinite_differs
     diff = np.abs(fb - fa)
     norm_a, norm_b = float(np.linalg.norm(fa)), float(np.linalg.norm(fb))
     if norm_a == 0.0 and norm_b == 0.0:
@@ -118,7 +128,7 @@ def metrics(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, bool]:
         cosine = float(np.clip(np.dot(fa, fb) / (norm_a * norm_b), -1.0, 1.0))
     tiny = np.finfo(np.float64).tiny
     relative = diff / np.maximum(np.abs(fa), tiny)
-    return cosine, float(diff.max()), float(relative.max()), nonfinite_differs
+    return (cosine, max(float(diff.max()), worst), max(float(relative.max()), worst), nonfinite_differs)
 
 
 def _key(entry) -> tuple:
@@ -191,12 +201,13 @@ def _compared(row: Row, va, vb, atol: float, rtol: float, skip: str | None) -> R
     if va.shape != vb.shape:
         row.status = SHAPE
         row.shape = f"{row.shape} vs {'x'.join(map(str, vb.shape)) or 'scalar'}"
+        row.note = skip or ""
         return row
     row.cosine, row.max_abs_err, row.max_rel_err, nonfinite = metrics(va, vb)
     finite_a = np.asarray(va, dtype=np.float64)
     finite_a = finite_a[np.isfinite(finite_a)]
     scale = float(np.abs(finite_a).max()) if finite_a.size else 0.0
-    if nonfinite or row.max_abs_err > atol + rtol * scale:
+    if nonfinite or not row.max_abs_err <= atol + rtol * scale:
         row.status = DIVERGED
         row.note = skip or ""
     return row

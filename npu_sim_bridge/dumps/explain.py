@@ -85,7 +85,8 @@ def follow_skipped(rows, a_entries: dict, b_entries: dict, key) -> None:
     divergent op either. `rows` in graph order (one step); `key(entry)` matches rows to manifest entries."""
     followed: dict[tuple[str, str], str] = {}
     for row in rows:
-        if row.status != "DIVERGED":
+        counted_shape = row.status == "shape differs" and (not row.type_b or row.type_b == row.type)
+        if row.status != "DIVERGED" and not counted_shape:
             continue
         if row.note and not row.note.startswith("follows "):
             followed[(row.op, row.turn)] = row.op

@@ -9,7 +9,7 @@ import math
 import sys
 import time
 
-from npu_sim_bridge.dumps.compare import DIVERGED, CompareResult, Row
+from npu_sim_bridge.dumps.compare import SHAPE, CompareResult, Row, diverges
 
 COLUMNS = ("step", "order", "op", "type", "io", "slot", "turn", "shape", "dtype", "cosine", "max_abs_err",
            "max_rel_err", "status", "type_b", "fusion", "note")
@@ -30,7 +30,7 @@ def _short(text: str, width: int) -> str:
 def summary(result: CompareResult) -> list[str]:
     lines = []
     for pair in result.pairs:
-        diverged = sum(1 for row in pair.rows if row.status == DIVERGED)
+        diverged = sum(1 for row in pair.rows if diverges(row))
         lines.append(f"A: {pair.a}")
         lines.append(f"B: {pair.b}")
         lines.append(f"   {len(pair.rows)} tensors compared at steps {', '.join(map(str, pair.steps))}: "
@@ -49,9 +49,13 @@ def summary(result: CompareResult) -> list[str]:
         pair, row = first
         fused = f", {row.fusion}" if row.fusion else ""
         turn = f" (loop turn {row.turn})" if row.turn else ""
-        lines.append(f"first divergent op: {row.op} ({row.type_b or row.type}{fused}) {row.io} {row.slot} at step "
-                     f"{row.step}{turn}, graph order {row.order}: cosine {_number(row.cosine)}, max abs error "
-                     f"{_number(row.max_abs_err)}, max relative error {_number(row.max_rel_err)}")
+        where = (f"first divergent op: {row.op} ({row.type_b or row.type}{fused}) {row.io} {row.slot} at step "
+                 f"{row.step}{turn}, graph order {row.order}: ")
+        if row.status == SHAPE:
+            lines.append(where + f"shape differs ({row.shape})")
+        else:
+            lines.append(where + f"cosine {_number(row.cosine)}, max abs error {_number(row.max_abs_err)}, "
+                         f"max relative error {_number(row.max_rel_err)}")
         if row.fusion:
             lines.append("   to check a fusion rule: switch it off in a fusion_switch_file "
                          '({"Switch":{"GraphFusion":{"<rule>":"off"}}}), dump again and compare')
@@ -89,7 +93,7 @@ def to_json(result: CompareResult) -> str:
     first = result.first_divergent
     data = {
         "atol": result.atol, "rtol": result.rtol, "notes": result.notes, "warnings": result.warnings,
-        "diverged": sum(1 for row in result.rows if row.status == DIVERGED),
+        "diverged": sum(1 for row in result.rows if diverges(row)),
         "skipped": [_clean(row.to_dict()) for row in result.skipped],
         "first_divergent": None if first is None else dict(first[1].to_dict(), graph_a=first[0].a.folder,
                                                            graph_b=first[0].b.folder),
