@@ -27,13 +27,28 @@ Use = collections.namedtuple("Use", ["api", "status", "note", "file", "line"])
 # ---------------------------------------------------------------------------------------------------
 # Reading the source
 
-class _Scanner(ast.NodeVisitor):
-    """Runs a module's imports as they come (api_resolve.FileResolver) and records every API use, in source order."""
+class _Scanner:
+    """Runs a module's imports as they come (api_resolve.FileResolver) and records every API use, in source order.
+
+    The tree is walked with an explicit stack, not ast.NodeVisitor's recursion: a long expression (thousands of
+    `+` terms) is as deep as it is long and would pass Python's recursion limit. Each visit_* returns what to
+    walk next, in order: child nodes, or a callable that runs once those before it are walked."""
 
     def __init__(self, filename):
         self.filename = filename
         self.resolver = api_resolve.FileResolver(filename)
         self.uses = []
+
+    def visit(self, tree):
+        stack = [tree]
+        while stack:
+            item = stack.pop()
+            if not isinstance(item, ast.AST):
+                item()
+                continue
+            handler = getattr(self, f"visit_{type(item).__name__}", None)
+            following = handler(item) if handler is not None else list(ast.iter_child_nodes(item))
+            stack.extend(reversed(following))
 
     def _record(self, result, node):
         self.uses.append(Use(result.api, result.status, result.note, self.filename, node.lineno))
@@ -41,31 +56,31 @@ class _Scanner(ast.NodeVisitor):
     def visit_Import(self, node):  # pylint: disable=invalid-name
         for result in self.resolver.run_import(node):
             self._record(result, node)
+        return []
 
     visit_ImportFrom = visit_Import  # pylint: disable=invalid-name
 
     def visit_Assign(self, node):  # pylint: disable=invalid-name
         """`slim = tf.contrib.slim`, `tf = tf.compat.v1`: the new name is bound to what that chain gives."""
-        self.generic_visit(node)
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            self.resolver.assign(node.targets[0].id, node.value)
+        def bind():
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.resolver.assign(node.targets[0].id, node.value)
+        return [*ast.iter_child_nodes(node), bind]
 
     def visit_Call(self, node):  # pylint: disable=invalid-name
         """A call of a chain: recorded as the chain is, except that calling a stand-in that fails is missing."""
         result = self.resolver.use(node.func, called=True)
         if result is None:
-            self.generic_visit(node)
-            return
+            return list(ast.iter_child_nodes(node))
         self._record(result, node.func)
-        for child in (*node.args, *node.keywords):
-            self.visit(child)
+        return [*node.args, *node.keywords]
 
     def visit_Attribute(self, node):  # pylint: disable=invalid-name
         result = self.resolver.use(node)
         if result is not None:
             self._record(result, node)
-            return  # the inner attributes are prefixes of this chain
-        self.generic_visit(node)
+            return []  # the inner attributes are prefixes of this chain
+        return list(ast.iter_child_nodes(node))
 
 
 def python_files(paths):
@@ -97,6 +112,10 @@ def scan(paths):
                 tree = ast.parse(handle.read(), filename=filename)
         except (SyntaxError, ValueError, OSError) as error:
             unreadable[filename] = f"{type(error).__name__}: {error}"
+            continue
+        except (RecursionError, MemoryError):  # the parser's own nesting limit, not the file's fault as Python
+            unreadable[filename] = ("too deeply nested for Python's parser (an expression or block nested "
+                                    "thousands deep); split the expression to check this file")
             continue
         scanner = _Scanner(filename)
         with tf1_api(filename):  # the file's imports run as its own code under `npu-sim run`'s hook

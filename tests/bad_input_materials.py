@@ -140,8 +140,17 @@ def _dumps(folder):
     _write(os.path.join(folder, "dump_no_records", layout.MANIFEST), json.dumps({"format": layout.FORMAT}))
 
 
+def _scripts(folder):
+    """Scripts for `npu-sim check`: one expression too deep for Python's parser, one it parses but deep to walk."""
+    _write(os.path.join(folder, "check_30000_terms.py"),
+           "import tensorflow as tf\nx = " + " + ".join(["1"] * 30000) + "\n")
+    _write(os.path.join(folder, "check_2500_calls.py"),
+           "import tensorflow as tf\nx = " + " + ".join(["tf.constant(1)"] * 2500) + "\n")
+
+
 def make_materials(folder):
     """Write every file the table names under `folder`."""
+    _scripts(folder)
     _graphs(folder)
     _option_files(folder)
     _dumps(folder)
