@@ -126,6 +126,10 @@ def _dumps(folder):
     _dump(os.path.join(folder, "dump_a"), {"mm": base, "relu": base})
     _dump(os.path.join(folder, "dump_b"), {"mm": base, "relu": base + 0.5})
     _dump(os.path.join(folder, "dump_empty_npy"), {"mm": base, "relu": None})
+    _dump(os.path.join(folder, "dump_cut_npy"), {"mm": base, "relu": base})
+    cut = os.path.join(folder, "dump_cut_npy", layout.DUMP_DIR, f"{layout.STEP_PREFIX}0",
+                       layout.stem(1, "output", 0) + ".npy")
+    os.truncate(cut, os.path.getsize(cut) - 4)  # what a write stopped by a full disk leaves
     _dump(os.path.join(folder, "dump_shape"), {"mm": base, "relu": base.reshape(4)})
     with_nan = base.copy()
     with_nan[0, 1] = np.nan
