@@ -95,7 +95,7 @@ def to_json(result: CompareResult) -> str:
         "atol": result.atol, "rtol": result.rtol, "notes": result.notes, "warnings": result.warnings,
         "diverged": sum(1 for row in result.rows if diverges(row)),
         "skipped": [_clean(row.to_dict()) for row in result.skipped],
-        "first_divergent": None if first is None else dict(first[1].to_dict(), graph_a=first[0].a.folder,
+        "first_divergent": None if first is None else dict(_clean(first[1].to_dict()), graph_a=first[0].a.folder,
                                                            graph_b=first[0].b.folder),
         "pairs": [{"graph_a": pair.a.folder, "graph_b": pair.b.folder, "steps": pair.steps,
                    "rows": [_clean(row.to_dict()) for row in pair.rows]} for pair in result.pairs],
@@ -104,7 +104,13 @@ def to_json(result: CompareResult) -> str:
 
 
 def _clean(values: dict) -> dict:
-    return {key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in values.items()}
+    """Strict JSON has no NaN or Infinity: a NaN metric becomes null, an infinite error (NaN or inf against a
+    finite value) the string "inf"."""
+    def clean(value):
+        if not isinstance(value, float) or math.isfinite(value):
+            return value
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return {key: clean(value) for key, value in values.items()}
 
 
 class ProgressBar:
