@@ -118,7 +118,8 @@ def scan(paths):
                                     "thousands deep); split the expression to check this file")
             continue
         scanner = _Scanner(filename)
-        with tf1_api(filename):  # the file's imports run as its own code under `npu-sim run`'s hook
+        with tf1_api(filename, v1_behavior=False):  # the imports run as the file's own code under run's hook;
+            # only names are resolved, so the process keeps TensorFlow 2 behaviour (a library caller's may)
             scanner.visit(tree)
         uses.extend(scanner.uses)
     return uses, unreadable, len(files)

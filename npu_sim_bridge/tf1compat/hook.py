@@ -134,15 +134,18 @@ def _tf1_import(name, globals=None, locals=None, fromlist=(), level=0):  # pylin
     return _original_import(name, globals, locals, fromlist, level)
 
 
-def enable_tf1_api(script=None):
+def enable_tf1_api(script=None, v1_behavior=True):
     """Give user code (see is_user_code) TensorFlow 1.15's API on `import tensorflow`; turn v2 behaviour off.
 
     Calls tf.compat.v1.disable_v2_behavior() (graph mode, TF1 TensorShape, reference variables,
     control flow v1), which stays in force for the process, and gives Keras models TensorFlow 1.15's
-    `Model._layers` (keras_compat.py). `script`: a path that is always user code.
+    `Model._layers` (keras_compat.py). `script`: a path that is always user code. v1_behavior=False
+    leaves TensorFlow's behaviour as it is: for resolving imports (`npu-sim check`, resolve.py), which
+    names do not depend on, in a process that may go on with TensorFlow 2 behaviour.
     """
     global _original_import
-    _V1.disable_v2_behavior()
+    if v1_behavior:
+        _V1.disable_v2_behavior()
     keras_compat.add_model_attributes()
     with _lock:
         if script is not None:
@@ -170,9 +173,9 @@ def tf1_api_enabled():
 
 
 @contextlib.contextmanager
-def tf1_api(script=None):
-    """enable_tf1_api(script) for the duration of a `with` block."""
-    enable_tf1_api(script)
+def tf1_api(script=None, v1_behavior=True):
+    """enable_tf1_api(script, v1_behavior) for the duration of a `with` block."""
+    enable_tf1_api(script, v1_behavior)
     try:
         yield tf1_module()
     finally:

@@ -132,7 +132,7 @@ def resolve_tensorflow(path, is_import=False):
     parent, _, name = path.rpartition(".")
     source = f"from {parent} import {name}" if is_import and parent else f"import {path.split('.')[0]} as _npu_sim_root"
     was_on = hook.tf1_api_enabled()
-    hook.enable_tf1_api(_RESOLVE_FILE)
+    hook.enable_tf1_api(_RESOLVE_FILE, v1_behavior=False)  # names only: the process keeps its behaviour
     try:
         namespace = execute_import(ast.parse(source).body[0], _RESOLVE_FILE)
         value = namespace[name] if is_import and parent else walk(namespace["_npu_sim_root"], path.split(".")[1:])
