@@ -12,6 +12,9 @@ import time
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from process_checks import assert_none_left  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARD = 180
 
@@ -45,24 +48,6 @@ def _pids(tmp_path, bisect=None):
     return [int(pid) for pid in (tmp_path / "pids").read_text().split()]
 
 
-def _running(pid):
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return not handle.read().rsplit(") ", 1)[1].startswith("Z")
-    except OSError:
-        return False
-
-
-def _assert_none_left(pids):
-    deadline = time.monotonic() + 30  # a failure guard for a kill in flight, not a timing assertion
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [pid for pid in pids if _running(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert not left, f"processes left running: {left}"
-
-
 def test_a_script_that_hangs_with_its_output_open_ends_at_the_timeout(tmp_path):
     bisect = _bisect(tmp_path, "--timeout", "10", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -72,7 +57,7 @@ def test_a_script_that_hangs_with_its_output_open_ends_at_the_timeout(tmp_path):
     assert bisect.returncode != 0
     assert "ran longer than 10 s" in stderr, stderr[-2000:]
     assert "Traceback" not in stderr
-    _assert_none_left(_pids(tmp_path))
+    assert_none_left(_pids(tmp_path))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -85,7 +70,7 @@ def test_bisect_stopped_by_a_signal_takes_its_script_with_it(sig, tmp_path):
     finally:
         bisect.kill()
     assert bisect.returncode != 0
-    _assert_none_left(pids)
+    assert_none_left(pids)
 
 
 def test_a_feed_of_the_wrong_shape_is_one_line_and_leaves_no_work_folder(tmp_path, monkeypatch, capsys):

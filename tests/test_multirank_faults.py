@@ -14,6 +14,9 @@ import time
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from process_checks import assert_none_left  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "multirank_scripts", "fault.py")
 REPO = os.path.dirname(HERE)
@@ -45,23 +48,14 @@ def _pids(folder):
     return [int(pid) for path in paths for pid in path.read_text().split()]
 
 
-def _running(pid):
+def _launch_to_end(mode, folder):
+    """(launcher, its stderr, every rank's pids) of a launch run to its end (GUARD is a failure guard)."""
+    launcher = _launch(mode, folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return not handle.read().rsplit(") ", 1)[1].startswith("Z")
-    except OSError:
-        return False
-
-
-def _assert_none_left(pids):
-    """Every pid is gone (the guard gives a kill in flight time to land; it is no timing assertion)."""
-    deadline = time.monotonic() + 30
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [pid for pid in pids if _running(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert not left, f"processes left running: {left}"
+        _, stderr = launcher.communicate(timeout=GUARD)
+    finally:
+        launcher.kill()
+    return launcher, stderr, _pids(folder)
 
 
 @pytest.mark.parametrize("mode, status, line", [
@@ -69,15 +63,10 @@ def _assert_none_left(pids):
     ("sigkill", 128 + signal.SIGKILL, "npu-sim launch: rank 1 failed with exit status 137"),
 ])
 def test_a_failing_rank_ends_the_launch_and_every_group(mode, status, line, tmp_path):
-    launcher = _launch(mode, tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        _, stderr = launcher.communicate(timeout=GUARD)
-    finally:
-        launcher.kill()
-    pids = _pids(tmp_path)
+    launcher, stderr, pids = _launch_to_end(mode, tmp_path)
     assert launcher.returncode == status, stderr[-3000:]
     assert line in stderr
-    _assert_none_left(pids)
+    assert_none_left(pids)
 
 
 @pytest.mark.parametrize("mode, line", [
@@ -87,17 +76,12 @@ def test_a_failing_rank_ends_the_launch_and_every_group(mode, status, line, tmp_
 ])
 def test_a_rank_that_ends_while_rank_0_waits_for_it_ends_the_launch(mode, line, tmp_path):
     """Not after HCCL_CONNECT_TIMEOUT / HCCL_EXEC_TIMEOUT (600 s here): one line names the rank that ended."""
-    launcher = _launch(mode, tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        _, stderr = launcher.communicate(timeout=GUARD)
-    finally:
-        launcher.kill()
-    pids = _pids(tmp_path)
+    launcher, stderr, pids = _launch_to_end(mode, tmp_path)
     assert launcher.returncode == 1, stderr[-3000:]
     assert line in stderr, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "npu-sim launch: rank 0 failed with exit status 1" in stderr
-    _assert_none_left(pids)
+    assert_none_left(pids)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
@@ -112,7 +96,7 @@ def test_the_launcher_stopped_or_killed_takes_every_rank_and_child_with_it(sig, 
     if sig == signal.SIGTERM:
         assert launcher.returncode == 128 + signal.SIGTERM
         assert "npu-sim launch: interrupted (SIGTERM): stopping ranks 0, 1" in stderr
-    _assert_none_left(pids)
+    assert_none_left(pids)
 
 
 def test_a_closed_stdout_does_not_hang_the_ranks(tmp_path):
