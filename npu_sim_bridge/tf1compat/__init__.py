@@ -18,6 +18,7 @@ registers what only the simulator has (tf.contrib.mixed_precision: contrib.regis
   mnist.py         tensorflow.examples.tutorials.mnist.input_data from local files
   contrib_paths.py deep tf.contrib paths TF 1.15 scripts import (tpu_ops, audio_ops, tensor_util, datasets.base, ...)
   packages.py      TensorFlow's companion packages (tensorflow_hub, ...): the pip command that works with TF 2.15
+  model_pruning.py tf.contrib.model_pruning: magnitude masks on TensorFlow 1.15's schedule
   resolve.py       what an import statement or attribute chain gives a script, found by running it (`npu-sim check`)
 """
 
