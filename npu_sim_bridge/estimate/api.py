@@ -38,6 +38,7 @@ def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str
               "precision_mode": parsed.get("precision_mode")}
     step = estimate_step(walked, hw, samples, values)
     step.rewrite = result
+    step.graph_def = graph_def  # the graph as estimated (the batch set), before the rewrite
     return step
 
 

@@ -5,6 +5,9 @@ JSON form (the contract later passes fill in):
    "nodes": [{"name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason",
               "reasons": [{"code", ...details}]}]}
 "reason" is the text people read, rendered from the structured "reasons" (see reasons.py).
+A report `npu-sim estimate --report` writes adds "npu_unit" (cube, vector, aicpu, host; None for a node the
+step does not run or one without a kernel) and "npu_us" (estimated microseconds per step) to every node, and
+"estimate" ({"step_ms", "samples_per_s", "by_unit", ...}) to the summary (npu_sim_bridge/estimate/annotate.py).
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ class Report:
         self.seconds = 0.0
         self.skipped: str | None = None
         self.rerun = False  # the graph had been through NpuOptimizer already (a later iteration)
+        # Set only by npu_sim_bridge.estimate.annotate (a Session run never pays for it): {"summary": the
+        # step's estimate, "nodes": {name: (npu_unit, npu_us)}}; the JSON then gives every node the two keys.
+        self.estimate: dict[str, Any] | None = None
 
     def record_graph(self, table: NodeTable, extra=()) -> None:
         """Create one decision record per node of the input graph (`table`'s), then one per NodeDef
@@ -99,6 +105,7 @@ class Report:
             "seconds": round(self.seconds, 6),
             "skipped": self.skipped,
             "rerun": self.rerun,
+            **({"estimate": self.estimate["summary"]} if self.estimate else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,7 +114,8 @@ class Report:
             "option_notes": self.option_notes,
             "warnings": list(self.warnings),
             "summary": self.summary,
-            "nodes": [d.to_dict() for d in self.nodes.values()],
+            "nodes": [d.to_dict() for d in self.nodes.values()] if not self.estimate else
+                     [_with_estimate(d.to_dict(), self.estimate["nodes"]) for d in self.nodes.values()],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -130,6 +138,11 @@ class Report:
         if summary["geops"]:
             lines.append(f"  GeOps: {', '.join(summary['geops'])}")
         lines.append(f"  dtype changes: {summary['dtype_changes']}")
+        if self.estimate:
+            est = self.estimate["summary"]
+            lines.append(f"  estimated NPU step (an estimate, not a measurement): {est['step_ms']} ms, "
+                         f"{est['samples_per_s']} samples/s; by unit (ms): "
+                         + ", ".join(f"{k} {v}" for k, v in est["by_unit"].items()))
         for record in self.passes:
             stats = ", ".join(f"{k}={v}" for k, v in record.stats.items())
             state = "changed" if record.changed else "no change"
@@ -153,3 +166,9 @@ class Report:
             if len(changed) > max_nodes:
                 lines.append(f"    ... {len(changed) - max_nodes} more in the JSON report")
         return "\n".join(lines) + "\n"
+
+
+def _with_estimate(row: dict[str, Any], estimates: dict) -> dict[str, Any]:
+    """A node row with its estimated unit and microseconds per step (both None for nodes the step does not run)."""
+    row["npu_unit"], row["npu_us"] = estimates.get(row["name"], (None, None))
+    return row
