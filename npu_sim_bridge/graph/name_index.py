@@ -17,7 +17,7 @@ import copyreg
 from typing import Iterable
 
 from npu_sim_bridge.graph import shared_ints
-from npu_sim_bridge.native.build import name_index_type
+from npu_sim_bridge.native.loader import name_index_type
 
 __all__ = ["new_index", "is_native"]
 

@@ -1,4 +1,5 @@
-"""Builds the C++ NpuOptimizer shim and the NPU op library against the installed TensorFlow and loads them.
+"""Builds the C++ NpuOptimizer shim, the name index and the NPU op library against the installed TensorFlow
+(loader.py loads them).
 
 Each shared library is compiled once per (TensorFlow version, source, flags) into a private
 per-user cache directory (0700, owned by the user). The shim is loaded with `tf.load_library`, which
@@ -28,7 +29,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 
 from npu_sim_bridge.errors import NativeBuildError
 
@@ -42,13 +42,6 @@ INDEX_LIBRARY_NAME = "libnpu_sim_name_index.so"
 RECORD_SUFFIX = ".record"
 
 logger = logging.getLogger("npu_sim_bridge")
-
-_load_lock = threading.Lock()
-_loaded_path: str | None = None
-_ops_module = None
-_shim_dll = None
-_shim_functions: dict = {}
-_name_index_type = None
 
 
 def cache_root() -> str:
@@ -229,101 +222,18 @@ def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME
     return target
 
 
-def load_native() -> str:
-    """Build (if needed) and load the shim once per process; returns the loaded library path."""
-    global _loaded_path
-    with _load_lock:
-        if _loaded_path is not None:
-            return _loaded_path
-        import tensorflow as tf
-
-        path = build()
-        try:
-            tf.load_library(path)
-        except Exception as err:  # tf raises NotFoundError or OSError with the loader's text
-            raise NativeBuildError(
-                f"loading the NpuOptimizer shim {path} failed: {err}. Rebuild it with "
-                "`python -m npu_sim_bridge.native.build --force`.") from err
-        _loaded_path = path
-    load_name_index()
-    return path
+# The loaders live in loader.py (which imports this module); their names stay reachable here for callers
+# that imported them from build, resolved on first use so that no import runs back from build to loader.
+_LOADER_NAMES = ("load_native", "load_name_index", "name_index_type", "shim_function", "native_skipped",
+                 "load_npu_ops")
 
 
-def load_name_index():
-    """Build (if needed) and import the native NameIndex once per process (load_native does, with the
-    shim); returns its type (graph/name_index.py)."""
-    global _name_index_type
-    with _load_lock:
-        if _name_index_type is None:
-            from importlib.machinery import ExtensionFileLoader
-            from importlib.util import module_from_spec, spec_from_loader
+def __getattr__(name: str):
+    if name in _LOADER_NAMES:
+        from npu_sim_bridge.native import loader
 
-            path = build(source=INDEX_SOURCE, library=INDEX_LIBRARY_NAME)
-            loader = ExtensionFileLoader("npu_sim_bridge._name_index", path)
-            try:
-                module = module_from_spec(spec_from_loader(loader.name, loader))
-                loader.exec_module(module)
-            except ImportError as err:
-                raise NativeBuildError(
-                    f"loading the name index {path} failed: {err}. Rebuild it with "
-                    "`python -m npu_sim_bridge.native.build --force`.") from err
-            _name_index_type = module.NameIndex
-        return _name_index_type
-
-
-def name_index_type():
-    """The native NameIndex type when this process loaded it, else None (graph/name_index.py then uses
-    its Python twin)."""
-    return _name_index_type
-
-
-def shim_function(name: str):
-    """The kernel `name` the loaded shim exports for Python (a ctypes function of one Python object,
-    called with the GIL held), or None when this process has not loaded the shim (each kernel has a
-    Python twin for that case)."""
-    global _shim_dll
-    found = _shim_functions.get(name)
-    if found is not None:
-        return found
-    import ctypes
-
-    with _load_lock:
-        if _loaded_path is None:
-            return None
-        if _shim_dll is None:
-            _shim_dll = ctypes.PyDLL(_loaded_path)  # the library tf.load_library has mapped already
-    function = getattr(_shim_dll, name)
-    function.restype = ctypes.py_object
-    function.argtypes = [ctypes.py_object]
-    _shim_functions[name] = function
-    return function
-
-
-def native_skipped() -> bool:
-    """True when NPU_SIM_SKIP_NATIVE asks to leave the native libraries out (no compiler on this machine)."""
-    return os.environ.get("NPU_SIM_SKIP_NATIVE", "") in ("1", "true", "yes")
-
-
-def load_npu_ops():
-    """Build (if needed) and load the NPU op library once per process; returns its module of op wrappers.
-
-    Its ops (Gelu, FastGelu and their gradients) need a C++ compiler and TensorFlow's headers, as the
-    shim does, even where NPU_SIM_SKIP_NATIVE=1 left the shim out.
-    """
-    global _ops_module
-    with _load_lock:
-        if _ops_module is not None:
-            return _ops_module
-        import tensorflow as tf
-
-        path = build(source=OPS_SOURCE, library=OPS_LIBRARY_NAME)
-        try:
-            _ops_module = tf.load_op_library(path)
-        except Exception as err:  # tf raises NotFoundError or OSError with the loader's text
-            raise NativeBuildError(
-                f"loading the NPU op library {path} failed: {err}. Rebuild it with "
-                "`python -m npu_sim_bridge.native.build --force`.") from err
-        return _ops_module
+        return getattr(loader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:

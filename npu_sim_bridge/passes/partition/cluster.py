@@ -35,7 +35,7 @@ from npu_sim_bridge.graph.names import node_name, parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView, edges
-from npu_sim_bridge.native.build import shim_function
+from npu_sim_bridge.native.loader import shim_function
 from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, SWITCH_OPS, makes_passable_variant
 from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
 from npu_sim_bridge.report import reasons
