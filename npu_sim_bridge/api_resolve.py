@@ -11,7 +11,10 @@ that check calls provided is one that ran, and an attribute chain is the script'
 import ast
 import collections
 import contextlib
+import functools
+import inspect
 import os
+import textwrap
 import types
 
 from npu_sim_bridge.runtime import alias
@@ -46,6 +49,9 @@ def _api_name(dotted):
 def describe(dotted, value):
     """(status, note) for `dotted` (a path check reports) that resolved to `value`."""
     api = _api_name(dotted)
+    stub = not_simulated(value)
+    if stub is not None:
+        return resolve.MISSING, f"not simulated: calling it raises NotImplementedError: {stub}"
     if api.split(".")[0] == "tensorflow":
         return resolve.describe(api, value)
     if not isinstance(value, (types.FunctionType, type)):
@@ -58,6 +64,77 @@ def describe(dotted, value):
     if summary.lower().startswith(("accepted, no effect", "accepted without effect")):
         return resolve.NO_EFFECT, summary  # the simulated function's own docstring says so
     return resolve.PROVIDED, ""
+
+
+def not_simulated(value):
+    """The message of the NotImplementedError a module-level function only raises, read from its source (the
+    function is never called), else None. The body, past its docstring, is one `raise NotImplementedError(...)`,
+    or one call of a module function whose body is that raise (npu_plugin's RDMA helpers)."""
+    if not isinstance(value, types.FunctionType) or "." in value.__qualname__:
+        return None  # a method raising NotImplementedError is an abstract one, for subclasses to define
+    return _stub_message(value)
+
+
+def _body(function):
+    """The statements of `function`'s definition past its docstring, or None when its source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):  # built in, defined in a string, or source not shipped
+        return None
+    if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    definition = tree.body[0]
+    body = definition.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return definition, body
+
+
+@functools.lru_cache(maxsize=None)
+def _stub_message(function):
+    found = _body(function)
+    if found is None or len(found[1]) != 1:
+        return None
+    statement = found[1][0]
+    if isinstance(statement, ast.Raise):
+        return _raised_message(statement, {})
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        return None
+    helper = function.__globals__.get(call.func.id)
+    if not isinstance(helper, types.FunctionType):
+        return None
+    inner = _body(helper)
+    if inner is None or len(inner[1]) != 1 or not isinstance(inner[1][0], ast.Raise):
+        return None
+    parameters = [arg.arg for arg in inner[0].args.args]
+    bound = {name: arg.value for name, arg in zip(parameters, call.args) if isinstance(arg, ast.Constant)}
+    bound.update({kw.arg: kw.value.value for kw in call.keywords if isinstance(kw.value, ast.Constant)})
+    return _raised_message(inner[1][0], bound)
+
+
+def _raised_message(statement, bound):
+    """The text of `raise NotImplementedError(...)` with the constants `bound` to names filled in, else None."""
+    raised = statement.exc
+    if isinstance(raised, ast.Name) and raised.id == "NotImplementedError":
+        return ""
+    if not (isinstance(raised, ast.Call) and isinstance(raised.func, ast.Name)
+            and raised.func.id == "NotImplementedError"):
+        return None
+    return _text(raised.args[0], bound) if raised.args else ""
+
+
+def _text(node, bound):
+    if isinstance(node, ast.Constant):
+        return str(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text(part, bound) for part in node.values)
+    if isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name) and node.value.id in bound:
+        return str(bound[node.value.id])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _text(node.left, bound) + _text(node.right, bound)
+    return "{" + ast.unparse(node) + "}"
 
 
 class FileResolver:
