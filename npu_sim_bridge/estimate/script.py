@@ -4,14 +4,15 @@
 1.15's API) with Session.run and Keras's callables watched. The first run whose fetches reach a variable update
 of an optimizer (an Apply* op) or a gradient is the training step: its graph, fetch names, the shapes of what it
 feeds and the Session's NpuOptimizer parameter_map are kept, and the script is stopped there, before the step
-runs (the estimate needs the graph and the shapes, not the values). The stop is an exception no `except
-Exception` in the script catches; `with` blocks and `finally` clauses of the script still run.
+runs (the estimate needs the graph and the shapes, not the values); what the script prints goes to stderr. The
+stop is an exception no `except Exception` in the script catches; its `with` blocks and `finally` clauses run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 
 from npu_sim_bridge.errors import NpuSimError
 from npu_sim_bridge.graph.names import node_name
@@ -189,7 +190,8 @@ def capture_training_step(path, argv=()) -> Captured:
     install_alias()
     saved = for_children(False)
     try:
-        with watcher.watching():
+        # What the script prints goes to stderr: stdout is the estimate's (one JSON object with --json).
+        with watcher.watching(), contextlib.redirect_stdout(sys.stderr):
             run_script(path, list(argv), tf1=True)
     except _TrainingStepCaught:
         pass
