@@ -30,8 +30,59 @@ _CLI_SCRIPT = "npu-sim"
 _SKIP_NATIVE = _os.environ.get("NPU_SIM_SKIP_NATIVE", "") in ("1", "true", "yes")
 
 
+# TensorFlow is the one dependency a user installs by hand; without it, say so in one line.
+TENSORFLOW_MISSING = ("npu_sim_bridge needs TensorFlow, which is not installed in this Python "
+                      f"({_sys.executable}): install it with `pip install tensorflow-cpu==2.15.1` (or run `make env`)")
+
+
+class TensorFlowMissingError(ImportError):
+    """TensorFlow cannot be found: the message says what to install."""
+
+
+def tensorflow_missing() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tensorflow") is None
+
+
+def _started_as_module() -> bool:
+    """`python -m npu_sim_bridge...` (while the package is imported to find the module, argv[0] is "-m"). The
+    module run (the CLI, native.build) loads what it needs; loading the shim here would import native.build
+    before runpy runs it, and runpy warns about that. `python -m` of a user's module is not this case."""
+    if not _sys.argv or _sys.argv[0] != "-m":
+        return False
+    args = list(getattr(_sys, "orig_argv", []))
+    for index, arg in enumerate(args):
+        if arg.startswith("-m"):
+            module = arg[2:] or (args[index + 1] if index + 1 < len(args) else "")
+            return module.split(".")[0] == __name__
+    return False
+
+
+def _started_as_cli() -> bool:
+    """The npu-sim console script or `python -m npu_sim_bridge...`: the CLI reports a missing TensorFlow itself."""
+    return _started_as_module() or _os.path.basename(_sys.argv[0] if _sys.argv else "") == _CLI_SCRIPT
+
+
 def _native_wanted() -> bool:
-    return not _SKIP_NATIVE and _os.path.basename(_sys.argv[0] if _sys.argv else "") != _CLI_SCRIPT
+    return not _SKIP_NATIVE and not _started_as_cli()
+
+
+def _one_line_warning(message, category, filename, lineno, line=None):
+    """This package's warnings as one line (where, category, text), without the Python source line."""
+    if getattr(category, "__module__", "").startswith(__name__ + "."):
+        return f"{filename}:{lineno}: {category.__name__}: {message}\n"
+    return _format_warning(message, category, filename, lineno, line)
+
+
+import warnings as _warnings  # noqa: E402
+
+if getattr(_warnings.formatwarning, "__name__", "") != "_one_line_warning":  # not twice on a reload
+    _format_warning = _warnings.formatwarning
+    _warnings.formatwarning = _one_line_warning
+
+if not _started_as_cli() and tensorflow_missing():
+    raise TensorFlowMissingError(TENSORFLOW_MISSING) from None
 
 
 from npu_sim_bridge.envvars import apply_logging_environment as _apply_logging_environment  # noqa: E402
@@ -53,7 +104,9 @@ def enable_sessions() -> None:
     install()
 
 
-if _SKIP_NATIVE:
+if _started_as_cli() and tensorflow_missing():
+    pass  # the CLI says what to install (cli.main), rather than a traceback from the guard's import
+elif _SKIP_NATIVE:
     # Without the shim, Sessions naming NpuOptimizer are refused instead of running unrewritten.
     from npu_sim_bridge.native import session_guard as _session_guard  # noqa: E402
 

@@ -13,6 +13,8 @@ SEPARATOR = "--script-args"
 _SCRIPT_OPTIONS = {"--metric": "metric", "--steps": "steps", "--rtol": "rtol", "-o": "output", "--output": "output",
                    "--param": "param", "--report": "report", "--timeout": "timeout", "--workdir": "workdir"}
 
+_SCRIPT_FLAGS = {"--no-guide": "no_guide", "--json": "json"}
+
 
 def _split_script_args(args) -> None:
     """Take bisect's own options out of what follows --script; everything after `--script-args` is the script's.
@@ -27,9 +29,9 @@ def _split_script_args(args) -> None:
             script_args.extend(rest)
             break
         key, eq, value = item.partition("=")
-        if key in _SCRIPT_OPTIONS or item == "--no-guide":
-            if item == "--no-guide":
-                args.no_guide = True
+        if key in _SCRIPT_OPTIONS or item in _SCRIPT_FLAGS:
+            if item in _SCRIPT_FLAGS:
+                setattr(args, _SCRIPT_FLAGS[item], True)
                 continue
             if not eq:
                 if not rest:
@@ -81,15 +83,25 @@ def cmd_bisect(args) -> int:
         result = bisect_script(args.script, args.script_args, metric=args.metric,
                                steps=steps, params=params, rtol=rtol, output=args.output, guided=not args.no_guide,
                                timeout=timeout, workdir=args.workdir)
-    sys.stdout.write(result.to_text())
     if args.report:
         write_atomic(args.report, result.to_json(), "--report")
+    written = {}
     if result.found:
         from npu_sim_bridge.bisect.output import customize_path
 
-        print(f"wrote {args.output}: set modify_mixlist to it")
+        written["modify_mixlist"] = args.output
         if result.fix.nodes:
-            print(f"wrote {customize_path(args.output)}: set customize_dtypes to it (single nodes kept float32)")
+            written["customize_dtypes"] = customize_path(args.output)
+    if args.json:  # the report (every trial) and the files to set as options, one JSON object on stdout
+        import json
+
+        sys.stdout.write(json.dumps({**result.to_dict(), "written": written}, indent=2) + "\n")
+        return 0
+    sys.stdout.write(result.to_text())
+    if "modify_mixlist" in written:
+        print(f"wrote {written['modify_mixlist']}: set modify_mixlist to it")
+    if "customize_dtypes" in written:
+        print(f"wrote {written['customize_dtypes']}: set customize_dtypes to it (single nodes kept float32)")
     return 0
 
 
@@ -111,6 +123,8 @@ def add_bisect_command(commands) -> None:
     bisect.add_argument("-o", "--output", metavar="FILE.json", help="the modify_mixlist file to write")
     bisect.add_argument("--report", metavar="FILE.json", help="also write the report (every trial) as JSON")
     bisect.add_argument("--no-guide", action="store_true", help="do not order candidates by the dump compare")
+    bisect.add_argument("--json", action="store_true",
+                        help="print the report (every trial) and the files written (\"written\") as JSON")
     bisect.add_argument("--workdir", metavar="DIR",
                         help="where the runs' mixlists and dumps go (kept; default: a new temporary folder)")
     bisect.add_argument("--metric", metavar="REGEX", help="with --script: regex whose group 1 is the number to compare")

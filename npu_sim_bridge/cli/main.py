@@ -17,6 +17,9 @@ from npu_sim_bridge.errors import NpuSimError
 OFFLINE_COMMANDS = frozenset({"inspect", "rewrite", "mixlist", "fusion-rules", "compare", "overflow", "info",
                               "profile", "estimate"})
 
+# Subcommands that run without TensorFlow installed.
+NO_TENSORFLOW_COMMANDS = frozenset({"completion"})
+
 
 def _parse_params(pairs: list[str]) -> dict[str, str]:
     params: dict[str, str] = {}
@@ -74,7 +77,14 @@ def cmd_rewrite(args) -> int:
     if args.report:
         write_atomic(args.report, result.report.to_json(), "report")
     summary = result.report.summary
-    print(f"wrote {args.output}: {summary['nodes_before']} nodes in, {summary['nodes_after']} out")
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps({"output": args.output, "report": args.report,
+                                     "nodes_before": summary["nodes_before"],
+                                     "nodes_after": summary["nodes_after"]}) + "\n")
+    else:
+        print(f"wrote {args.output}: {summary['nodes_before']} nodes in, {summary['nodes_after']} out")
     return 0
 
 
@@ -123,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_graph_arguments(rewrite)
     rewrite.add_argument("-o", "--output", required=True, help="output GraphDef (.pb or .pbtxt)")
     rewrite.add_argument("--report", help="also write the JSON report to this file")
+    rewrite.add_argument("--json", action="store_true", help="print what was written as JSON (output, report, "
+                                                             "nodes_before, nodes_after)")
     rewrite.set_defaults(handler=cmd_rewrite)
 
     run = commands.add_parser(
@@ -170,12 +182,17 @@ def build_parser() -> argparse.ArgumentParser:
     from npu_sim_bridge.cli.check import add_check_command
 
     add_check_command(commands)  # check: the npu_bridge and TF 1.15 APIs scripts use
+    from npu_sim_bridge.cli.completion import add_completion_command
+
+    add_completion_command(commands, parser)  # completion: a bash/zsh script generated from these parsers
     return parser
 
 
 def _prepare(command: str) -> None:
     """Offline subcommands keep TensorFlow's start-up lines quiet (the process is ours); the others load the
     shim first (the console script skipped it at import, see npu_sim_bridge.__init__)."""
+    if command in NO_TENSORFLOW_COMMANDS:
+        return
     if command in OFFLINE_COMMANDS:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     elif os.environ.get("NPU_SIM_SKIP_NATIVE", "") not in ("1", "true", "yes"):
@@ -192,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         command = f"npu-sim {args.command}"
         wants_json = bool(getattr(args, "json", False))
+        if args.command not in NO_TENSORFLOW_COMMANDS:
+            from npu_sim_bridge import TENSORFLOW_MISSING, TensorFlowMissingError, tensorflow_missing
+
+            if tensorflow_missing():
+                return report_error(command, TensorFlowMissingError(TENSORFLOW_MISSING), EXIT_FAILURE, wants_json)
         _prepare(args.command)
         return args.handler(args)
     except UsageError as err:
