@@ -17,9 +17,23 @@ def cmd_info(args) -> int:
 def cmd_profile(args) -> int:
     from npu_sim_bridge.profiling.summary import format_summary, summarize, to_json
 
+    if args.merge or args.summary or args.csv or args.skip:
+        from npu_sim_bridge.profiling.overview import profile_report
+
+        sys.stdout.write(profile_report(args.trace, args.summary or bool(args.csv or args.skip), args.csv,
+                                        args.skip or 0, args.merge, args.json))
+        return 0
     steps = summarize(args.trace)
     sys.stdout.write(to_json(steps, args.top) + "\n" if args.json else format_summary(steps, args.top))
     return 0
+
+
+def _count(text: str) -> int:
+    import argparse
+
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of steps (0 or more)")
+    return int(text)
 
 
 def add_tool_commands(commands) -> None:
@@ -36,4 +50,12 @@ def add_tool_commands(commands) -> None:
     profile.add_argument("trace", metavar="TRACE")
     profile.add_argument("--top", type=int, default=10, help="how many ops to list per step (default 10)")
     profile.add_argument("--json", action="store_true", help="print JSON")
+    profile.add_argument("--summary", action="store_true",
+                         help="an op_summary-style CSV over the steps: per role and op type, count, total, average, "
+                              "min, max and share")
+    profile.add_argument("--csv", metavar="FILE", help="write the --summary CSV to FILE (implies --summary)")
+    profile.add_argument("--skip", metavar="N", type=_count,
+                         help="leave each run's first N training steps (warm-up) out of --summary (implies --summary)")
+    profile.add_argument("--merge", metavar="OUT", help="write every step's trace into one chrome trace OUT, on one "
+                                                        "time line")
     profile.set_defaults(handler=cmd_profile)

@@ -4,7 +4,8 @@ Keys that act here: "output" (the folder; default ./profiling), "training_trace"
 ("on"/"off"; task_trace is on unless only training_trace is set). task_trace on: each GeOp with its
 ops inside, and the host ops. training_trace alone: the GeOps and host ops of each step, without the
 ops inside. "sim_steps" (a simulator extension, dump_step syntax: "0|5|10-20") selects the steps; default every
-step. Every other real key (aicpu, aic_metrics, fp_point, bp_point, hccl, l2, msproftx, ...) is
+step. "sim_estimate" (a simulator extension, "on"/"off", default on) adds the estimated NPU track
+(profiling/estimated.py). Every other real key (aicpu, aic_metrics, fp_point, bp_point, hccl, l2, msproftx, ...) is
 accepted without effect.
 """
 
@@ -21,6 +22,7 @@ KNOWN_KEYS = frozenset({
     "l2", "hccl", "msproftx", "runtime_api", "sys_hardware_mem_freq", "llc_profiling", "sys_io_sampling_freq",
     "sys_interconnection_freq", "dvpp_freq", "instr_profiling_freq", "host_sys", "host_sys_usage",
     "host_sys_usage_freq", "ge_api", "task_time", "task_memory", "sim_steps",
+    "sim_estimate",
 })
 DEFAULT_OUTPUT = "profiling"
 
@@ -31,6 +33,7 @@ class ProfilingOptions:
     training_trace: bool
     task_trace: bool
     steps: tuple[tuple[int, int], ...]  # inclusive ranges; empty: every step
+    estimate: bool = True               # the estimated NPU track beside the measured one
 
     def selects(self, step: int) -> bool:
         return not self.steps or any(low <= step <= high for low, high in self.steps)
@@ -78,4 +81,4 @@ def parse_profiling_options(text: str | bytes | None) -> ProfilingOptions:
     if not isinstance(output, str):
         raise ConfigError(f"option profiling_options: output must be a folder path (a string), got {output!r}")
     return ProfilingOptions(output=os.path.abspath(output), training_trace=training, task_trace=task,
-                            steps=tuple(parse_dump_steps(steps_text)))
+                            steps=tuple(parse_dump_steps(steps_text)), estimate=_switch(data, "sim_estimate", "on"))

@@ -9,12 +9,15 @@ import json
 import os
 
 from npu_sim_bridge.errors import NpuSimError
+from npu_sim_bridge.profiling.estimated import ESTIMATE_PID
+from npu_sim_bridge.profiling.roles import UNKNOWN
 
 
 @dataclasses.dataclass
 class StepSummary:
     step: int
     path: str
+    role: str = UNKNOWN         # train, eval, init, checkpoint (profiling.roles), unknown when the trace does not say
     device_us: float = 0.0      # GeOp spans: the time the simulated device was busy
     host_us: float = 0.0        # host ops
     geops: dict = dataclasses.field(default_factory=dict)             # GeOp -> microseconds
@@ -39,8 +42,9 @@ def _step_of(path: str) -> int:
     return int(digits) if digits.isdigit() else -1
 
 
-def summarize(path: str) -> list[StepSummary]:
-    steps = []
+def load_traces(path: str) -> list[tuple[str, dict]]:
+    """(file, trace) of every step trace at `path`, checked; a malformed one raises naming the file."""
+    loaded = []
     for file in trace_files(path):
         try:
             with open(file, encoding="utf-8") as handle:
@@ -50,9 +54,26 @@ def summarize(path: str) -> list[StepSummary]:
             raise NpuSimError(f"trace {file} cannot be read as a chrome trace ({err}); pass a file that "
                               "npu_sim_bridge's profiling wrote") from None
         _check_events(file, events)
-        summary = StepSummary(step=trace.get("metadata", {}).get("step", _step_of(file)), path=file)
-        for event in events:
-            if event.get("ph") != "X":
+        if not isinstance(trace.get("metadata", {}), dict):
+            raise NpuSimError(f"trace {file}: metadata is not an object; pass a trace_step_*.json file that "
+                              "npu_sim_bridge's profiling wrote")
+        loaded.append((file, trace))
+    return loaded
+
+
+def role_of(trace: dict) -> str:
+    """The step's role from the trace's metadata ("unknown" for a trace that does not say)."""
+    role = trace.get("metadata", {}).get("role")
+    return role.get("role", UNKNOWN) if isinstance(role, dict) else UNKNOWN
+
+
+def summarize(path: str) -> list[StepSummary]:
+    steps = []
+    for file, trace in load_traces(path):
+        summary = StepSummary(step=trace.get("metadata", {}).get("step", _step_of(file)), path=file,
+                              role=role_of(trace))
+        for event in trace["traceEvents"]:
+            if event.get("ph") != "X" or event.get("pid") == ESTIMATE_PID:
                 continue
             duration = float(event["dur"])
             args = event.get("args", {})
@@ -90,7 +111,7 @@ def format_summary(steps: list[StepSummary], top: int = 10) -> str:
     for summary in steps:
         total = summary.device_us + summary.host_us
         share = (100.0 * summary.device_us / total) if total else 0.0
-        lines.append(f"step {summary.step}: device {summary.device_us / 1000:.3f} ms in {len(summary.geops)} GeOp(s), "
+        lines.append(f"step {summary.step} ({summary.role}): device {summary.device_us / 1000:.3f} ms in {len(summary.geops)} GeOp(s), "
                      f"host {summary.host_us / 1000:.3f} ms (device {share:.0f}% of op time)  [{summary.path}]")
         for name, micros in sorted(summary.geops.items(), key=lambda kv: -kv[1]):
             lines.append(f"  GeOp {name}: {micros / 1000:.3f} ms")
@@ -102,7 +123,7 @@ def format_summary(steps: list[StepSummary], top: int = 10) -> str:
 
 def to_json(steps: list[StepSummary], top: int = 10) -> str:
     return json.dumps([{
-        "step": s.step, "path": s.path, "device_ms": s.device_us / 1000, "host_ms": s.host_us / 1000,
+        "step": s.step, "role": s.role, "path": s.path, "device_ms": s.device_us / 1000, "host_ms": s.host_us / 1000,
         "geops_ms": {k: v / 1000 for k, v in s.geops.items()},
         "top_ops": [{"where": w, "node": n, "op": o, "ms": us / 1000} for (w, n, o), us in s.nodes.most_common(top)],
         "by_op_type": [{"where": w, "op": o, "ms": us / 1000} for (w, o), us in s.ops.most_common()],

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 
-GEOP_ATTR = "_npu_sim_geop"
+from npu_sim_bridge.graph.attr_names import GEOP_ATTR
+from npu_sim_bridge.graph.op_categories import EXECUTOR_PLUMBING_OPS
+
 DEVICE_PID, HOST_PID = 1, 2
-_PLUMBING = frozenset({"_SOURCE", "_SINK", "_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp"})
 
 
 def geop_calls(partition_graphs) -> set[str]:
@@ -53,13 +54,15 @@ def timeline_events(step_stats) -> list[dict]:
     return [event for event in chrome["traceEvents"] if event.get("ph") == "X"]
 
 
-def build_trace(run_metadata, step: int, with_ops: bool = True) -> dict:
-    """The trace of one step. with_ops=False (training_trace only) leaves out the ops inside the GeOps."""
+def build_trace(run_metadata, step: int, with_ops: bool = True, members: dict | None = None) -> dict:
+    """The trace of one step. with_ops=False (training_trace only) leaves out the ops inside the GeOps.
+    members: geop_members of the run's GeOp calls, when the caller has them."""
     names = geop_calls(run_metadata.partition_graphs)
     top_level = top_level_names(run_metadata.partition_graphs)
-    members = geop_members(names)
+    if members is None:
+        members = geop_members(names)
     events = [event for event in timeline_events(run_metadata.step_stats)
-              if event["args"].get("op") not in _PLUMBING]
+              if event["args"].get("op") not in EXECUTOR_PLUMBING_OPS]
     calls = [event for event in events if event["args"].get("name") in names]
     calls.sort(key=lambda event: event["ts"])
     tracks: dict[str, list[dict]] = {call["args"]["name"]: [] for call in calls}
