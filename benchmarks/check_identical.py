@@ -1,0 +1,198 @@
+"""Whether a change to the rewrite keeps its output: digests of every rewritten graph and report of the model
+sweep and the zoo, under three option sets, and a comparison of two such digest files.
+
+Each model (testing/models.py at small sizes, testing/zoo.py's sweep) is rewritten with the offline API
+(`npu_sim_bridge.rewrite`, the model's training fetches) under
+
+    default   the default options (precision_mode allow_fp32_to_fp16)
+    mix       allow_mix_precision with a modify_mixlist file (Relu to the black list, Mul to the white list)
+    fp16      force_fp16 with mix_compile_mode on (must_keep_origin_dtype refuses the CNNs' float32 convolutions)
+
+and the script writes, per (model, option set): the SHA-256 of the rewritten GraphDef's deterministic
+serialization, the SHA-256 of the report's JSON without its run-time fields (pass and pipeline seconds),
+the report's decision columns (name, op, list, dtypes, placement, GeOp, reason codes) as a digest, and the
+report itself, for the comparison to show what else differs.
+
+    python benchmarks/check_identical.py --out /tmp/after.json                 # digests of this tree
+    PYTHONPATH=/path/to/old/tree python benchmarks/check_identical.py --out /tmp/before.json
+    python benchmarks/check_identical.py --compare /tmp/before.json /tmp/after.json
+
+The comparison fails (exit status 1) when a graph digest or a decision column differs; any other report
+difference (counts, file names, optional per-node keys) is printed, not failed on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+DECISION_KEYS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop")
+OPTION_SETS = ("default", "mix", "fp16")
+
+
+def option_set(name: str, folder: str) -> dict:
+    if name == "default":
+        return {}
+    if name == "mix":
+        mixlist = os.path.join(folder, "mixlist.json")
+        with open(mixlist, "w", encoding="utf-8") as handle:
+            json.dump({"black-list": {"to-add": ["Relu"]}, "white-list": {"to-add": ["Mul"]}}, handle)
+        return {"precision_mode": "allow_mix_precision", "modify_mixlist": mixlist}
+    if name == "fp16":
+        return {"precision_mode": "force_fp16", "mix_compile_mode": True}
+    raise SystemExit(f"unknown option set {name!r}: use one of {', '.join(OPTION_SETS)}")
+
+
+def builders(only: list[str] | None) -> dict:
+    from npu_sim_bridge.testing import models, zoo
+
+    found = {f"models.{name}": builder for name, builder in models.small_builders().items()}
+    found.update({f"zoo.{name}": builder for name, builder in zoo.sweep_builders().items()})
+    if only:
+        unknown = sorted(set(only) - set(found))
+        if unknown:
+            raise SystemExit(f"unknown model(s) {', '.join(unknown)}: choose from {', '.join(sorted(found))}")
+        found = {name: found[name] for name in only}
+    return found
+
+
+def without_run_time(report: dict) -> dict:
+    """The report's JSON form less the fields that measure this run (seconds), which differ between runs."""
+    summary = dict(report.get("summary", {}))
+    summary.pop("seconds", None)
+    summary["passes"] = [{key: value for key, value in record.items() if key != "seconds"}
+                         for record in summary.get("passes", [])]
+    return {**report, "summary": summary}
+
+
+def decision_rows(report: dict) -> list:
+    """The decision columns of each node: what the comparison requires to be identical."""
+    return [[node.get(key) for key in DECISION_KEYS] + [[reason.get("code") for reason in node.get("reasons", [])]]
+            for node in report.get("nodes", [])]
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_one(builder, options: dict) -> dict:
+    import tensorflow as tf
+
+    from npu_sim_bridge import rewrite
+
+    model = builder()
+    graph_def, report = rewrite(model.graph_def(), options, fetches=model.fetch_names())
+    tf.compat.v1.reset_default_graph()
+    report_dict = without_run_time(json.loads(report.to_json()))
+    rows = decision_rows(report_dict)
+    return {
+        "graph": sha(graph_def.SerializeToString(deterministic=True)),
+        "report": sha(json.dumps(report_dict, sort_keys=True).encode()),
+        "decisions": sha(json.dumps(rows).encode()),
+        "nodes": len(graph_def.node),
+        "report_json": report_dict,
+    }
+
+
+def write_digests(out: str, only: list[str] | None, sets: list[str]) -> None:
+    import tensorflow as tf
+
+    tf.compat.v1.disable_eager_execution()
+    digests = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for model, builder in builders(only).items():
+            for set_name in sets:
+                began = time.perf_counter()
+                key = f"{model}/{set_name}"
+                try:
+                    digests[key] = digest_one(builder, option_set(set_name, folder))
+                except Exception as err:  # recorded: the comparison then shows the two sides' errors
+                    digests[key] = {"error": f"{type(err).__name__}: {err}"}
+                entry = digests[key]
+                print(f"{key:40s} {entry.get('graph', entry.get('error', ''))[:16]:16s} "
+                      f"{time.perf_counter() - began:6.1f} s", flush=True)
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(digests, handle)
+    print(f"wrote {len(digests)} digests to {out}")
+
+
+def _differences(before, after, path="", limit=8) -> list[str]:
+    """Paths where two JSON values differ (at most `limit`)."""
+    found: list[str] = []
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) | set(after), key=str):
+            if key not in before or key not in after:
+                found.append(f"{path}/{key}: {'added' if key not in before else 'removed'}")
+            else:
+                found += _differences(before[key], after[key], f"{path}/{key}", limit - len(found))
+            if len(found) >= limit:
+                break
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for index, (left, right) in enumerate(zip(before, after)):
+            found += _differences(left, right, f"{path}[{index}]", limit - len(found))
+            if len(found) >= limit:
+                break
+    elif before != after:
+        found.append(f"{path}: {json.dumps(before)[:80]} -> {json.dumps(after)[:80]}")
+    return found[:limit]
+
+
+def compare(before_path: str, after_path: str) -> int:
+    with open(before_path, encoding="utf-8") as handle:
+        before = json.load(handle)
+    with open(after_path, encoding="utf-8") as handle:
+        after = json.load(handle)
+    failed = 0
+    for key in sorted(set(before) | set(after)):
+        left, right = before.get(key), after.get(key)
+        if left is None or right is None:
+            print(f"{key:40s} only in {'after' if left is None else 'before'}")
+            failed += 1
+            continue
+        if "error" in left or "error" in right:
+            same = left.get("error") == right.get("error")
+            print(f"{key:40s} {'same error' if same else 'ERROR DIFFERS'}: {right.get('error') or left.get('error')}")
+            failed += not same
+            continue
+        graph = left["graph"] == right["graph"]
+        decisions = left["decisions"] == right["decisions"]
+        report = left["report"] == right["report"]
+        print(f"{key:40s} graph {'same' if graph else 'DIFFERS'}   decisions {'same' if decisions else 'DIFFER'}"
+              f"   report {'same' if report else 'differs'}")
+        if not (graph and decisions):
+            failed += 1
+        if not report:
+            for line in _differences(left["report_json"], right["report_json"]):
+                print(f"    {line}")
+    print(f"{len(set(before) | set(after))} compared, {failed} with a different graph or decisions")
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", help="write the digests of this tree's rewrite to this JSON file")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two digest files")
+    parser.add_argument("--models", nargs="*", help="only these models (e.g. models.mlp zoo.keras_cnn)")
+    parser.add_argument("--sets", nargs="*", default=list(OPTION_SETS), choices=OPTION_SETS,
+                        help="only these option sets")
+    args = parser.parse_args(argv)
+    if args.compare:
+        return compare(*args.compare)
+    if not args.out:
+        parser.error("give --out FILE (write digests) or --compare BEFORE AFTER")
+    import npu_sim_bridge
+
+    print(f"npu_sim_bridge from {os.path.dirname(npu_sim_bridge.__file__)}")
+    write_digests(args.out, args.models, args.sets)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
