@@ -10,7 +10,10 @@ whatever the command started too. The group is killed:
   the kernel (PR_SET_PDEATHSIG, Linux) when it was started from the main thread.
 
 `lines(deadline)` reads a pipe line by line without blocking past a deadline (`time.monotonic()`
-value), raising `Deadline`; `drain()` reads a pipe to its end and drops the bytes, so a child never
+value), raising `Deadline`. It also ends a short while (EXIT_DRAIN_SECONDS) after the command itself
+exited, even with the pipe still open: a process the command started that left the group (setsid, a
+daemon) may hold the pipe for ever. Such a process is not the command's group, so it is left running,
+as `python script.py` would leave it; `pipe_held` then says so for the caller to tell. `drain()` reads a pipe to its end and drops the bytes, so a child never
 blocks on a full pipe nobody reads.
 """
 
@@ -26,6 +29,8 @@ import threading
 import time
 
 _PR_SET_PDEATHSIG = 1
+EXIT_DRAIN_SECONDS = 2.0  # how long lines() reads on once the command exited (what it wrote last)
+_EXIT_POLL_SECONDS = 0.25  # how often lines() looks whether the command exited while its pipe is quiet
 DEVNULL, PIPE = subprocess.DEVNULL, subprocess.PIPE
 
 # The watchdog: reads "+PGID" / "-PGID" lines; at end of input (the parent died or closed it) it kills
@@ -91,6 +96,7 @@ class Child:
             preexec_fn=_die_with_parent if main else None)
         self.pid = self.process.pid
         self._closed = False
+        self.pipe_held = False  # lines() stopped reading a pipe that outlived the command (module docstring)
         _Watchdog.tell(f"+{self.pid}")
 
     def __enter__(self) -> "Child":
@@ -148,17 +154,26 @@ class Child:
         self.process.wait()
         _Watchdog.tell(f"-{self.pid}")
 
-    def lines(self, stream, deadline: float | None = None):
-        """The lines of `stream` (bytes, each with its newline), up to its end; Deadline past `deadline`."""
+    def lines(self, stream, deadline: float | None = None, after_exit: float = EXIT_DRAIN_SECONDS):
+        """The lines of `stream` (bytes, each with its newline), up to its end or `after_exit` seconds after
+        the command exited (then `pipe_held` is True); Deadline past `deadline`."""
         fd = stream.fileno()
         pending = b""
+        drain_until = None
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while True:
-                left = None if deadline is None else deadline - time.monotonic()
+                now = time.monotonic()
+                left = None if deadline is None else deadline - now
                 if left is not None and left <= 0:
                     raise Deadline()
-                if not selector.select(left):
+                if drain_until is None and self.process.poll() is not None:
+                    drain_until = now + after_exit
+                if drain_until is not None and now >= drain_until:
+                    self.pipe_held = True
+                    break
+                wait = _EXIT_POLL_SECONDS if drain_until is None else drain_until - now
+                if not selector.select(wait if left is None else min(left, wait)):
                     continue
                 chunk = os.read(fd, 65536)
                 if not chunk:

@@ -9,11 +9,13 @@ being rewritten. `python tests/test_bad_inputs.py` prints the counts per class a
 """
 
 import collections
+import glob
 import json
 import os
 import stat
 import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -99,6 +101,12 @@ def _check_extras(row, inp, outcome, places):
         assert routes.leftovers(checks["no_empty_files"], empty_only=True) == []
     if "no_partial_files" in checks:
         assert routes.leftovers(checks["no_partial_files"], empty_only=False) == []
+    if "whole_npy" in checks:  # every dump file there is whole: numpy reads it
+        for path in glob.glob(os.path.join(checks["whole_npy"], "**", "*.npy"), recursive=True):
+            np.load(path)
+    if checks.get("one_line_error"):  # the error is the line naming the file, nothing of TensorFlow's after it
+        after = outcome.message[outcome.message.index(row["fragment"]):].splitlines()
+        assert "[[" not in "\n".join(after) and "Original stack trace" not in "\n".join(after), after
     if "no_checkpoint" in checks:  # a failed rewrite trains and saves nothing
         folder = checks["no_checkpoint"]
         assert not [name for name in (os.listdir(folder) if os.path.isdir(folder) else []) if name.startswith("model.ckpt")]

@@ -13,7 +13,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from process_checks import assert_none_left  # noqa: E402
+from process_checks import assert_none_left, running  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARD = 180
@@ -97,3 +97,34 @@ def test_a_feed_of_the_wrong_shape_is_one_line_and_leaves_no_work_folder(tmp_pat
     assert "--feed x:0: the file holds an array of shape (4, 3) but placeholder x takes shape (2, 3)" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert list(temporary.iterdir()) == []
+
+
+# Prints one metric line and exits, leaving a grandchild that left the process group (setsid) holding stdout.
+DETACHED = """import os, subprocess, sys
+keeper = subprocess.Popen(["setsid", "sleep", "600"])  # inherits stdout, in a session of its own
+with open(sys.argv[1], "a") as handle:
+    handle.write(f"{keeper.pid}\\n")
+print("loss = 1.0", flush=True)
+"""
+
+
+def test_a_script_whose_detached_grandchild_holds_its_output_ends_without_a_timeout(tmp_path, capsys):
+    """One run of bisect's script route (ScriptTarget.run, what every trial of `bisect --script` does)."""
+    from npu_sim_bridge.bisect.script_target import ScriptTarget
+
+    script = tmp_path / "detached.py"
+    script.write_text(DETACHED)
+    target = ScriptTarget(str(script), [str(tmp_path / "pids")], metric=r"loss = (\S+)")
+    try:
+        outcome = target.run({})
+    finally:
+        pids = tmp_path / "pids"
+        keepers = [int(pid) for pid in pids.read_text().split()] if pids.exists() else []
+        for pid in keepers:  # left running on purpose (it left the script's group): this test ends it
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert outcome.failure is None, outcome.failure
+    assert [list(values) for values in outcome.values] == [[1.0]]
+    assert len(keepers) == 1
+    assert "still holds its output; that process was left running" in capsys.readouterr().err
+    assert_none_left(keepers)

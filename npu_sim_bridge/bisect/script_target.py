@@ -44,6 +44,7 @@ class ScriptTarget:
         self.script, self.args, self.steps = os.path.abspath(script), list(args), steps
         self.params = dict(params or {})
         self.timeout = timeout
+        self._told_pipe_held = False
 
     def describe(self) -> str:
         return f"script {shlex.join([os.path.basename(self.script)] + self.args)} metric /{self.metric.pattern}/"
@@ -92,6 +93,11 @@ class ScriptTarget:
                     if self.steps and len(values) >= self.steps:
                         stopped = True
                         break
+                if child.pipe_held and not self._told_pipe_held:
+                    self._told_pipe_held = True
+                    print(f"npu-sim bisect: note: the script exited, but a process it started that left its process "
+                          f"group (setsid, a daemon) still holds its output; that process was left running, as "
+                          f"`python {os.path.basename(self.script)}` would leave it", file=sys.stderr, flush=True)
                 if stopped:
                     status = child.stop(grace=5.0)
                 else:

@@ -93,6 +93,12 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
         return 1
     except Exception as error:  # noqa: BLE001 - the script's own error, reported as `python script.py` would
         option_error = isinstance(error, NpuSimError)
+        from npu_sim_bridge.passes.dump.npy_graph import write_failure
+
+        failed_write = write_failure(error)
+        if failed_write:  # a dump file the disk could not take: the line names it and what to do
+            print(f"npu-sim run: error: {failed_write}", file=sys.stderr)
+            return 1
         print_script_traceback(error, path)
         return 1
     finally:

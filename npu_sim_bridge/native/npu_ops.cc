@@ -18,10 +18,22 @@
 // float32 values that Cast(float32 -> float16) followed by Cast(float16 -> float32) give: round to
 // nearest, ties to even, subnormals kept, |x| >= 65520 becomes inf (float16 overflow is real), NaN
 // stays NaN (as the quiet NaN that pair gives, sign kept).
+//
+// NpuSimWriteFileAtomic(filename, contents) is the simulator's own op too: WriteFile as the dump pass
+// needs it. It creates the file's folder, writes the bytes to a new hidden file beside the target and
+// renames it into place, so a reader sees the whole file or none. When a write fails (a full disk,
+// the file size limit, a quota) the hidden file is removed and the op fails with one line naming the
+// file and what to do, starting with kWriteErrorPrefix (dump/npy_graph.py's WRITE_ERROR_PREFIX).
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -219,8 +231,125 @@ class RoundToFloat16Op : public OpKernel {
   }
 };
 
+
+// ------------------------------------------------------------------------ atomic file writes
+constexpr char kWriteErrorPrefix[] = "npu-sim dump: cannot write ";
+
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// What to do about an errno of a failed create or write, in words.
+std::string Advice(int error, const std::string& folder) {
+  const std::string where = folder.empty() ? "the current folder" : folder;
+  switch (error) {
+    case ENOSPC:
+      return "the disk holding " + where + " is full; free space there or set dump_path to a folder on a disk "
+             "with room";
+    case EDQUOT:
+      return "the disk quota of " + where + " is used up; free space there or set dump_path to another folder";
+    case EFBIG:
+      return "the file is over the size limit of this process (ulimit -f); raise the limit or dump fewer steps "
+             "(dump_step)";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return where + " cannot be written; set dump_path to a folder you can write";
+    default:
+      return "check " + where + " and set dump_path to a folder you can write";
+  }
+}
+
+tensorflow::Status WriteFailure(const std::string& path, const std::string& what, int error) {
+  const std::string message = std::string(kWriteErrorPrefix) + path + " (" + what + ": " + std::strerror(error) +
+                              "): " + Advice(error, ParentOf(path)) + "; no partial file was left";
+  if (error == ENOSPC || error == EDQUOT || error == EFBIG) return tensorflow::errors::ResourceExhausted(message);
+  if (error == EACCES || error == EPERM || error == EROFS) return tensorflow::errors::PermissionDenied(message);
+  return tensorflow::errors::Unknown(message);
+}
+
+std::atomic<uint64_t> partial_count{0};
+
+// Writes `contents` to `path` through a hidden file in the same folder and a rename.
+tensorflow::Status WriteAtomically(tensorflow::Env* env, const std::string& path, const std::string& contents) {
+  const std::string folder = ParentOf(path);
+  if (!folder.empty()) {
+    const tensorflow::Status made = env->RecursivelyCreateDir(folder);
+    if (!made.ok() && made.code() != tensorflow::error::ALREADY_EXISTS) {
+      const int error = errno != 0 ? errno : EIO;
+      return WriteFailure(path, "creating its folder failed", error);
+    }
+  }
+  const size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string prefix = folder.empty() ? "" : (folder == "/" ? "/" : folder + "/");
+  std::string partial;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    partial = prefix + "." + base + ".partial-" + std::to_string(getpid()) + "-" +
+              std::to_string(partial_count.fetch_add(1));
+    fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && (errno != EEXIST || attempt > 100)) return WriteFailure(path, "creating it failed", errno);
+  }
+  const char* data = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t written = write(fd, data, left);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      const int error = written < 0 ? errno : EIO;
+      close(fd);
+      unlink(partial.c_str());
+      return WriteFailure(path, "writing it failed", error);
+    }
+    data += written;
+    left -= static_cast<size_t>(written);
+  }
+  if (close(fd) != 0) {  // a network or delayed-allocation file system reports ENOSPC here
+    const int error = errno;
+    unlink(partial.c_str());
+    return WriteFailure(path, "closing it failed", error);
+  }
+  if (rename(partial.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    unlink(partial.c_str());
+    return WriteFailure(path, "renaming it into place failed", error);
+  }
+  return tensorflow::OkStatus();
+}
+
+class WriteFileAtomicOp : public OpKernel {
+ public:
+  explicit WriteFileAtomicOp(OpKernelConstruction* context) : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& filename = context->input(0);
+    const Tensor& contents = context->input(1);
+    OP_REQUIRES(context, tensorflow::TensorShapeUtils::IsScalar(filename.shape()),
+                tensorflow::errors::InvalidArgument(name(), ": filename must be a scalar, got shape ",
+                                                    filename.shape().DebugString()));
+    OP_REQUIRES(context, tensorflow::TensorShapeUtils::IsScalar(contents.shape()),
+                tensorflow::errors::InvalidArgument(name(), ": contents must be a scalar, got shape ",
+                                                    contents.shape().DebugString()));
+    const std::string path(filename.scalar<tensorflow::tstring>()());
+    const std::string bytes(contents.scalar<tensorflow::tstring>()());
+    OP_REQUIRES_OK(context, WriteAtomically(context->env(), path, bytes));
+  }
+};
+
 }  // namespace
 }  // namespace npu_sim_bridge
+
+REGISTER_OP("NpuSimWriteFileAtomic")
+    .Input("filename: string")
+    .Input("contents: string")
+    .SetIsStateful()
+    .SetShapeFn(tensorflow::shape_inference::NoOutputs);
+
+REGISTER_KERNEL_BUILDER(Name("NpuSimWriteFileAtomic").Device(tensorflow::DEVICE_CPU),
+                        npu_sim_bridge::WriteFileAtomicOp);
 
 REGISTER_OP("Gelu")
     .Input("x: T")

@@ -28,7 +28,7 @@ from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.passes.base import PassContext
 from npu_sim_bridge.passes.dump import layout, origins
 from npu_sim_bridge.passes.dump.kinds import dtype_name, overflow_kind
-from npu_sim_bridge.passes.dump.npy_graph import DUMPABLE, NodeMaker, as_npu_value, type_attr, write_npy
+from npu_sim_bridge.passes.dump.npy_graph import DUMPABLE, NodeMaker, as_npu_value, type_attr, write_npy, write_op
 from npu_sim_bridge.passes.dump.places import BodyPlaces, FrameValues
 from npu_sim_bridge.passes.fusion.marks import fused_from, fusion_rules
 from npu_sim_bridge.passes.results import NpuPortDtypes
@@ -70,6 +70,7 @@ class Instrumenter:
         self.tensors: list[dict] = []
         self.overflow: dict[str, list[dict]] = {}
         self.branches: list[dict] = []
+        self.writer = write_op(ctx.item.id)
 
     # ------------------------------------------------------------------ per GeOp
     def instrument(self, geop: str) -> None:
@@ -81,7 +82,7 @@ class Instrumenter:
         bview = GraphView(body.graph_def)
         order = topological_order(bview)
         devices = collections.Counter(node.device for node in bview.nodes() if node.op != "_Arg")
-        make = NodeMaker(bview, SCOPE, devices.most_common(1)[0][0] if devices else "", self.marks)
+        make = NodeMaker(bview, SCOPE, devices.most_common(1)[0][0] if devices else "", self.marks, self.writer)
         places = BodyPlaces(bview, order)
         dumped, checked = self._targets(bview, order, geop)
         dumped = dumped if self.dump_on else []
@@ -298,7 +299,7 @@ class _BodyWriter:
             mark = self.make.add("Identity", [self.values.const(switch_frame, "", _STRING, "empty"), "^" + ran],
                                  name="taken", T=type_attr(_STRING))
             path, _ = self._path(switch_frame, self.dump_dir, layout.branch_stem(number), layout.BRANCH_SUFFIX)
-            self.control.append(self.make.add("WriteFile", [path, mark], name="branch_taken"))
+            self.control.append(self.make.add(self.make.writer, [path, mark], name="branch_taken"))
             self.owner.branches.append({"id": number, "switch": switch, "port": port, "geop": self.geop,
                                         "frame": switch_frame})
         return self.branch_ids[key]

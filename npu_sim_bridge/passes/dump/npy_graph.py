@@ -2,7 +2,13 @@
 
 SerializeTensor gives a TensorProto whose last field is the raw tensor bytes; Substr cuts them out,
 and a .npy header (magic, fixed length, the dict with dtype and the shape read at run time) goes in
-front. WriteFile creates the step folder. Everything works in the flat "node:port" form of a GraphView.
+front. The write op creates the step folder. Everything works in the flat "node:port" form of a GraphView.
+
+The write op is the simulator's NpuSimWriteFileAtomic (native/npu_ops.cc) in graphs a Session runs
+(the Grappler rewrite loads the op library into the process): a file is written beside its place and
+renamed into it, so a full disk leaves no cut .npy, and the run fails with one line naming the file
+(WRITE_ERROR_PREFIX; `write_failure` finds it in TensorFlow's error). An offline rewrite keeps
+TensorFlow's WriteFile, so its GraphDef runs where the op library is not loaded.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ _NUMPY_CODES = {
     types_pb2.DT_COMPLEX64: ("c", 8), types_pb2.DT_COMPLEX128: ("c", 16),
 }
 DUMPABLE = frozenset(_NUMPY_CODES) | {types_pb2.DT_BFLOAT16}
+ATOMIC_WRITE_OP = "NpuSimWriteFileAtomic"
+WRITE_ERROR_PREFIX = "npu-sim dump: cannot write "  # native/npu_ops.cc's kWriteErrorPrefix
 _DICT_HEAD_LEN = len("{'descr': '<f4', 'fortran_order': False, 'shape': (")
 
 
@@ -30,11 +38,34 @@ def descr(dtype: int) -> str:
     return f"{order}{kind}{size}"
 
 
-class NodeMaker:
-    """Adds nodes to a GraphView under one name scope, with the device and marks every node needs."""
+def write_op(item_id: str) -> str:
+    """The op that writes a dump file in the graph of this Grappler item: NpuSimWriteFileAtomic, loading the
+    op library (a NativeBuildError says why it cannot), or WriteFile in an offline rewrite."""
+    if item_id == "offline":
+        return "WriteFile"
+    from npu_sim_bridge.native.loader import load_npu_ops
 
-    def __init__(self, view, scope: str, device: str = "", marks: dict | None = None):
+    load_npu_ops()
+    return ATOMIC_WRITE_OP
+
+
+def write_failure(error: BaseException) -> str | None:
+    """The one line a failed dump write gave, out of TensorFlow's error text around it; None for another error."""
+    text = getattr(error, "message", None) or str(error)
+    start = text.find(WRITE_ERROR_PREFIX)
+    if start < 0:
+        return None
+    return text[start:].split("\n", 1)[0].strip()
+
+
+class NodeMaker:
+    """Adds nodes to a GraphView under one name scope, with the device and marks every node needs.
+
+    `writer` is the op type that writes a file (write_op)."""
+
+    def __init__(self, view, scope: str, device: str = "", marks: dict | None = None, writer: str = "WriteFile"):
         self.view = view
+        self.writer = writer
         self.scope = scope
         self.device = device
         self.marks = marks or {}
@@ -122,7 +153,7 @@ def write_npy(make: NodeMaker, value: str, dtype: int, rank: int | None, path: s
     """Nodes writing `value` (a tensor of `dtype`) as .npy to the file named by the string tensor `path`.
 
     `const(value, dtype, name)` gives constants usable where `value` lives (inside a while frame they
-    must enter it; default: make.const); `control` are control inputs of the WriteFile. Returns it."""
+    must enter it; default: make.const); `control` are control inputs of the write (make.writer). Returns it."""
     const = const or make.const
     int32, string = types_pb2.DT_INT32, types_pb2.DT_STRING
     _, itemsize = _NUMPY_CODES[dtype]
@@ -150,4 +181,4 @@ def write_npy(make: NodeMaker, value: str, dtype: int, rank: int | None, path: s
     prefix = b"\x93NUMPY\x01\x00" + struct.pack("<H", total - 10)
     content = make.add("StringJoin", [const(prefix, string, "magic"), padded, const("\n", string, "newline"), raw],
                        name="content", N=4, separator="")
-    return make.add("WriteFile", [path, content] + ["^" + name for name in control], name="write")
+    return make.add(make.writer, [path, content] + ["^" + name for name in control], name="write")
