@@ -60,15 +60,15 @@ def test_running_the_pass_twice_changes_nothing(execution):
     options = from_dict({"precision_mode": "allow_mix_precision", "sim_fp16_execution": execution,
                          "sim_passes": "precision"})
     item = ItemInfo(fetch=tuple(model.fetch_names()))
-    first = run_pipeline(model.graph_def(), options, item, remember=False)
-    second = run_pipeline(first.graph_def, options, item, remember=False)
+    first = run_pipeline(model.graph_def(), options, item)
+    second = run_pipeline(first.graph_def, options, item)
     assert first.report.passes[0].changed and first.report.passes[0].stats["casts_inserted"] > 0
     assert second.graph_def == first.graph_def
     assert second.graph_def.SerializeToString(deterministic=True) == \
         first.graph_def.SerializeToString(deterministic=True)
     assert not second.report.passes[0].changed and second.report.passes[0].stats["already_rewritten"]
     assert second.report.nodes["rnn/while/lstm_cell/MatMul"].dtype_after == "float16"
-    again = run_pipeline(model.graph_def(), options, item, remember=False)  # deterministic names and order
+    again = run_pipeline(model.graph_def(), options, item)  # deterministic names and order
     assert again.graph_def == first.graph_def
 
 
@@ -122,7 +122,7 @@ def test_fetched_and_fed_nodes_keep_dtype_and_name():
     assert nodes["y"].attr["T"].type == FLOAT
     item = ItemInfo(fetch=("y",), feed=("log",))
     result = run_pipeline(graph.as_graph_def(), from_dict({"precision_mode": "force_fp16", "sim_passes": "precision",
-                                                           "sim_fp16_execution": "native"}), item, remember=False)
+                                                           "sim_fp16_execution": "native"}), item)
     log = nodes_of(result.graph_def)["log"]
     assert log.attr["T"].type == FLOAT and result.report.nodes["log"].reason == "fed: keeps float32"
 
@@ -403,7 +403,7 @@ def test_grappler_second_iteration_leaves_the_graph_and_reports(npu_config):
     with tf.compat.v1.Session(graph=graph, config=npu_config(precision_mode="allow_mix_precision")) as sess:
         sess.run("init")
         sess.run("y:0", {"x:0": np.ones((4, 3), np.float32)})
-    main = [r for r in npu_sim_bridge.recent_reports() if r.graph_id.split("_", 1)[1] == "tf_graph" and "mm" in r.nodes]
+    main = [r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph" and "mm" in r.nodes]
     # The second meta-optimizer iteration finds nothing new and hands the graph back without a pass.
     assert len(main) == 1 and not main[0].rerun
     assert main[0].nodes["mm"].dtype_after == "float16"
@@ -413,8 +413,8 @@ def test_grappler_second_iteration_leaves_the_graph_and_reports(npu_config):
     # the GeOp body).
     item = ItemInfo(id="tf_graph", fetch=("y:0",), feed=("x",))
     options = from_dict({"precision_mode": "allow_mix_precision"})
-    first = run_pipeline(mlp_graph().as_graph_def(), options, item, remember=False)
-    second = run_pipeline(first.graph_def, options, item, remember=False)
+    first = run_pipeline(mlp_graph().as_graph_def(), options, item)
+    second = run_pipeline(first.graph_def, options, item)
     record = next(p for p in second.report.passes if p.name == "precision")
     assert second.report.rerun and record.stats.get("already_rewritten") and not record.changed
     assert second.graph_def == first.graph_def

@@ -72,8 +72,10 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
 
     An exception from the script is printed as Python prints it (traceback from the script's
     frames) and gives status 1; SystemExit from the script propagates. NpuBridgeAliasError (alias
-    refused, script missing) propagates for the caller to report. When no graph went through the
-    NpuOptimizer, a note on stderr says so and how to get the newest adapter's every-Session behaviour.
+    refused, script missing) propagates for the caller to report. When the script ends, stderr gets one
+    line per graph the NpuOptimizer rewrote (report/summary.py: role, GeOps and host ops, float16 share,
+    where its files went); when no graph went through it, a note says so and how to get the newest
+    adapter's every-Session behaviour.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -85,6 +87,9 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
 
         enable_npu_for_all_sessions()
     option_error = False
+    from npu_sim_bridge.report import recent_reports
+
+    earlier = {id(report) for report in recent_reports()}
     try:
         run_script(path, argv, shadow=shadow, tf1=tf1)
     except RankConfigError as error:  # the rank environment, not the script: one line says what to change
@@ -103,9 +108,19 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
         return 1
     finally:
         restore(saved_environment)
+        _print_summaries(earlier)
         if not option_error:  # the error already says why nothing was rewritten
             _note_if_nothing_simulated(all_sessions)
     return 0
+
+
+def _print_summaries(earlier):
+    """One line per graph the run rewrote (report/summary.py), on stderr, unless NPU_SIM_SUMMARY printed it."""
+    from npu_sim_bridge.report import recent_reports, summary
+
+    for report in recent_reports():
+        if id(report) not in earlier and not report.rerun and not summary.summarized(report):
+            summary.print_line(report)
 
 
 def _note_if_nothing_simulated(all_sessions):

@@ -12,6 +12,9 @@ DUMP_GE_GRAPH: 1 everything; 2 without constant data (tensor values dropped, dty
 trustlisted ones: PreRunBegin, PreRunAfterBuild and the GeOp bodies; 3 the last graph (PreRunAfterBuild)
 and the GeOp bodies; 4 the first (PreRunBegin); or names joined by `|`: the stages whose name
 contains one of them. DUMP_GRAPH_PATH: the folder (created; default the working directory).
+
+The pipeline keeps the stages `DumpRequest.wants` names (passes/pipeline.py); the publishing step
+(report/publish.py) writes them with `DumpRequest.write` once the rewrite is done.
 """
 
 from __future__ import annotations
@@ -37,15 +40,13 @@ def stage_name(pass_name: str) -> str:
     return "After" + "".join(part.capitalize() for part in pass_name.split("_"))
 
 
-class GraphDumper:
-    """Writes the graph stages one rewrite goes through, as the environment asks."""
+class DumpRequest:
+    """What DUMP_GE_GRAPH / DUMP_GRAPH_LEVEL / DUMP_GRAPH_PATH ask for: which stages, in how much detail, where."""
 
-    def __init__(self, graph_id: str, detail: int, level: str, directory: str):
-        self.graph_id = graph_id
+    def __init__(self, detail: int, level: str, directory: str):
         self.detail = detail
         self.level = level
         self.directory = directory
-        self.written: list[str] = []
 
     def wants(self, stage: str) -> bool:
         if self.level == "1":
@@ -58,24 +59,33 @@ class GraphDumper:
             return stage == FIRST
         return any(part and part in stage for part in self.level.split("|"))
 
-    def stage(self, stage: str, graph_def: graph_pb2.GraphDef) -> None:
-        if self.wants(stage):
-            self._write(f"graph_{self.graph_id}_{stage}", graph_def)
-
-    def finish(self, graph_def: graph_pb2.GraphDef) -> None:
-        """The returned graph, then each GeOp's body as a graph of its own."""
-        self.stage(LAST, graph_def)
+    def write(self, graph_id: str, stages, graph_def: graph_pb2.GraphDef) -> list[str]:
+        """Write one rewrite's graphs: `stages` ((stage, serialized GraphDef) pairs, as the pipeline kept
+        them), then the returned graph `graph_def`, then each GeOp's body as a graph of its own. Returns the
+        paths written."""
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"environment variable DUMP_GRAPH_PATH={self.directory!r}: cannot create it ({err}); "
+                              "point it at a writable folder") from err
+        written: list[str] = []
+        for stage, data in stages:
+            if self.wants(stage):
+                written.append(self._write(f"graph_{graph_id}_{stage}", graph_pb2.GraphDef.FromString(data)))
+        if self.wants(LAST):
+            written.append(self._write(f"graph_{graph_id}_{LAST}", graph_def))
         if not self.wants(BUILD):
-            return
+            return written
         functions = {function.signature.name: function for function in graph_def.library.function}
         for node in graph_def.node:
             if GEOP_ATTR not in node.attr or "f" not in node.attr:
                 continue
             body = functions.get(node.attr["f"].func.name)
             if body is not None:
-                self._write(f"graph_{node.name}_{BUILD}", _body_graph(body, graph_def))
+                written.append(self._write(f"graph_{node.name}_{BUILD}", _body_graph(body, graph_def)))
+        return written
 
-    def _write(self, name: str, graph_def: graph_pb2.GraphDef) -> None:
+    def _write(self, name: str, graph_def: graph_pb2.GraphDef) -> str:
         with _sequence_lock:
             number = next(_sequence)
         path = os.path.join(self.directory, f"ge_proto_{number:08d}_{name}.txt")
@@ -84,11 +94,11 @@ class GraphDumper:
         except OSError as err:
             raise ConfigError(f"environment variable DUMP_GRAPH_PATH={self.directory!r}: cannot write {path} "
                               f"({err}); point it at a writable folder") from err
-        self.written.append(path)
+        return path
 
 
-def from_environment(graph_id: str, environ=None) -> GraphDumper | None:
-    """The dumper DUMP_GE_GRAPH asks for, or None when graph dumps are off."""
+def from_environment(environ=None) -> DumpRequest | None:
+    """What DUMP_GE_GRAPH asks for, or None when graph dumps are off; an invalid value is a ConfigError."""
     environ = os.environ if environ is None else environ
     raw = environ.get("DUMP_GE_GRAPH", "").strip()
     if raw in ("", "0"):
@@ -98,12 +108,7 @@ def from_environment(graph_id: str, environ=None) -> GraphDumper | None:
                           "2 (without constant data) or 3 (nodes and edges only), or unset")
     level = environ.get("DUMP_GRAPH_LEVEL", "").strip() or "2"
     directory = os.path.abspath(environ.get("DUMP_GRAPH_PATH", "").strip() or os.getcwd())
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as err:
-        raise ConfigError(f"environment variable DUMP_GRAPH_PATH={directory!r}: cannot create it ({err}); "
-                          "point it at a writable folder") from err
-    return GraphDumper(graph_id, int(raw), level, directory)
+    return DumpRequest(int(raw), level, directory)
 
 
 def _shaped(graph_def: graph_pb2.GraphDef, detail: int) -> graph_pb2.GraphDef:

@@ -97,6 +97,7 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, table, facts, fetch, fe
     try:
         from npu_sim_bridge.config import parse_parameter_map
         from npu_sim_bridge.passes import ItemInfo, run_pipeline
+        from npu_sim_bridge.report.publish import dump_request, publish
         from npu_sim_bridge.passes.pipeline import nothing_new
 
         config = rewriter_config_pb2.RewriterConfig.CustomGraphOptimizer.FromString(config_bytes)
@@ -109,7 +110,11 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, table, facts, fetch, fe
         if nothing_new(graph_def, item, table):  # a body rewritten with its caller, or a later iteration
             logger.debug("NpuOptimizer: %s holds nothing it has not rewritten already", item_id)
             return graph_bytes
-        rewritten = run_pipeline(graph_def, options, item, source_bytes=graph_bytes, table=table).graph_def
+        dump = dump_request()
+        result = run_pipeline(graph_def, options, item, source_bytes=graph_bytes, table=table,
+                              keep_stage=dump.wants if dump else None)
+        publish(result, options, dump)  # report, history, log, DUMP_GE_GRAPH: before the digest is added
+        rewritten = result.graph_def
         if rewritten.node:
             rewritten.node[0].attr[OPTIONS_ATTR].s = digest.encode("ascii")
         return rewritten.SerializeToString()

@@ -9,8 +9,10 @@ microseconds, and "estimate": true.
 
 The estimate rewrites the Session's graph offline, so its GeOp names are its own; each estimated GeOp is
 named after the measured GeOp whose body shares most of its nodes (from this process's rewrite reports).
-It is computed once per graph and fetch set (EstimateCache), not per step. When it fails, the trace's
-metadata says why under "estimate_error" and a warning names the graph and the reason; the run goes on.
+It is computed once per graph and fetch set (EstimateCache), not per step, and only for training,
+evaluation and unknown runs (ESTIMATED_ROLES; the metadata of an init, checkpoint or bookkeeping run says
+"estimate_skipped"). When it fails, the trace's metadata says why under "estimate_error" and a warning
+names the graph and the reason; the run goes on.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import logging
 
 ESTIMATE_PID = 3
+ESTIMATED_GEOP = "GeOp (estimated)"  # the category of an estimated GeOp's span (a measured one's is "GeOp")
+ESTIMATED_ROLES = ("train", "eval", "unknown")  # init, checkpoint and bookkeeping runs are not the model's step
 _LOG = logging.getLogger("npu_sim_bridge")
 _DROPPED = ("sim_report_dir", "profiling_mode", "profiling_options")  # the estimate writes no second report
 
@@ -121,8 +125,8 @@ def estimate_events(estimate: dict, start_us: float, step: int, members: dict) -
         body = [item for item in ops if item["geop"] == geop]
         tid = track(names[geop])
         total = sum(item["us"] for item in body)
-        span(tid, cursor, total, names[geop], "GeOp", {"geop": names[geop], "estimate_geop": geop, "unit": "GeOp",
-                                                        "us": round(total, 3)})
+        span(tid, cursor, total, names[geop], ESTIMATED_GEOP,
+             {"geop": names[geop], "estimate_geop": geop, "unit": "GeOp", "us": round(total, 3)})
         for item in body:
             span(tid, cursor, item["us"], item["name"], item["op"], _op_args(item, names[geop]))
             cursor += item["us"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 
+from npu_sim_bridge.profiling.summary import role_of
+
 STEPS_PID = 0
 MERGED_NAME = "trace_merged.json"
 
@@ -25,13 +27,13 @@ def merge_traces(loaded: list[tuple[str, dict]]) -> dict:
     steps = []
     for path, trace in loaded:
         meta = trace.get("metadata", {})
-        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
-                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        names = {(e.get("pid"), e.get("tid")): str(e.get("args", {}).get("name")) for e in trace["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "thread_name" and isinstance(e.get("args"), dict)}
         timed = []
         for event in trace["traceEvents"]:
             if event.get("ph") == "M":
-                if event.get("name") != "thread_name" and (event["pid"], event.get("name")) not in named_processes:
-                    named_processes.add((event["pid"], event.get("name")))
+                if event.get("name") != "thread_name" and (event.get("pid"), event.get("name")) not in named_processes:
+                    named_processes.add((event.get("pid"), event.get("name")))
                     out.append(event)
                 continue
             pid = event.get("pid")
@@ -46,13 +48,14 @@ def merge_traces(loaded: list[tuple[str, dict]]) -> dict:
         if timed:
             start = min(e["ts"] for e in timed)
             end = max(e["ts"] + e.get("dur", 0) for e in timed)
-            role = meta.get("role", {}).get("role", "unknown")
+            role = role_of(trace)
             step = meta.get("step")
             out.append({"ph": "X", "pid": STEPS_PID, "tid": 1, "ts": start, "dur": end - start, "cat": "step",
                         "name": f"step {step} ({role})",
-                        "args": {"step": step, "role": role, "file": path, "run": os.path.basename(os.path.dirname(path))}})
+                        "args": {"step": step, "role": role, "file": path,
+                                 "run": os.path.basename(os.path.dirname(path))}})
         steps.append({"file": path, "step": meta.get("step"), "role": meta.get("role"),
-                      **{key: meta[key] for key in ("estimate", "estimate_error") if key in meta}})
+                      **{key: meta[key] for key in ("estimate", "estimate_error", "estimate_skipped") if key in meta}})
     return {"traceEvents": out, "displayTimeUnit": "ms",
             "metadata": {"merged": steps, "source": "trace_step_*.json files merged by npu_sim_bridge.profiling"}}
 

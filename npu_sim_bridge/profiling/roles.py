@@ -3,9 +3,12 @@
 A run's role is read from the op types its fetches reach (data and control inputs, transitively):
   train       an optimizer's Apply*/ResourceApply* op, or a variable assignment fed by gradients
   checkpoint  a SaveV2 / RestoreV2 (a Saver's save or restore)
-  init        a plain variable assignment (Assign, AssignVariableOp) or an is-initialized check: the
-              initializers and the readiness checks a MonitoredSession runs before the first step
-  eval        none of these: the run reads the variables and updates none of the model's weights
+  init        a plain variable assignment (Assign, AssignVariableOp), an iterator or table initializer: the
+              initializers a script or a MonitoredSession runs before the first step
+  other       an is-initialized check (VarIsInitializedOp), or only reads and plumbing (Const, ReadVariableOp,
+              Switch, NoOp, ...): a MonitoredSession's readiness check, a hook's guarded read of the global
+              step, an empty local init
+  eval        none of these: the run computes from the variables and updates none of the model's weights
               (an evaluation, an inference, a metric update)
   unknown     the fetches could not be resolved to ops of the graph (the reason says why)
 The result is cached per graph and fetch set, so a training loop walks its graph once.
@@ -15,9 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 
-TRAIN, EVAL, INIT, CHECKPOINT, UNKNOWN = "train", "eval", "init", "checkpoint", "unknown"
-_ASSIGN = frozenset({"Assign", "AssignVariableOp"})
+TRAIN, EVAL, INIT, CHECKPOINT, OTHER, UNKNOWN = "train", "eval", "init", "checkpoint", "other", "unknown"
+_INIT = frozenset({"Assign", "AssignVariableOp", "MakeIterator", "InitializeTableV2", "InitializeTable",
+                   "InitializeTableFromTextFileV2", "InitializeTableFromTextFile"})
 _CHECKS = frozenset({"VarIsInitializedOp", "IsVariableInitialized"})
+_BOOKKEEPING = frozenset({
+    "Const", "NoOp", "Identity", "IdentityN", "VarHandleOp", "VariableV2", "Variable", "ReadVariableOp",
+    "VarIsInitializedOp", "IsVariableInitialized", "Switch", "Merge", "Pack", "ConcatV2", "LogicalNot", "Where",
+    "Reshape", "GatherV2", "Gather", "Shape", "StridedSlice", "Squeeze", "Cast", "Placeholder",
+    "PlaceholderWithDefault", "StatelessIf", "If", "Equal", "Fill", "ZerosLike", "ExpandDims"})
 _CHECKPOINT = frozenset({"SaveV2", "RestoreV2", "Save", "Restore", "SaveSlices", "RestoreSlice", "MergeV2Checkpoints"})
 _UPDATE = frozenset({"AssignSub", "AssignAdd", "AssignSubVariableOp", "AssignAddVariableOp", "Assign",
                      "AssignVariableOp", "ScatterSub", "ResourceScatterSub"})
@@ -35,15 +44,24 @@ class RunRole:
         return {"role": self.role, "fetches": list(self.fetches), "reason": self.reason}
 
 
+def _leaves(fetches):
+    """The fetches of a Session.run's nest: dict values (a MonitoredSession keys them by hook), list and tuple
+    items (namedtuples too), else the item itself."""
+    if isinstance(fetches, dict):
+        for value in fetches.values():
+            yield from _leaves(value)
+    elif isinstance(fetches, (list, tuple)):
+        for value in fetches:
+            yield from _leaves(value)
+    elif fetches is not None:
+        yield fetches
+
+
 def fetch_ops(graph, fetches) -> list:
     """The operations a Session.run's `fetches` (any nest of tensors, operations, names) name in `graph`.
     Raises ValueError/TypeError/KeyError naming a fetch the graph does not hold."""
-    from tensorflow.python.util import nest
-
     ops = []
-    for item in nest.flatten(fetches):
-        if item is None:
-            continue
+    for item in _leaves(fetches):
         if hasattr(item, "indices") and hasattr(item, "values"):  # a SparseTensor or IndexedSlices
             ops.extend(t.op for t in (item.indices, item.values))
             continue
@@ -73,8 +91,10 @@ def classify(ops) -> str:
         return TRAIN
     if types & _CHECKPOINT:
         return CHECKPOINT
-    if types & (_ASSIGN | _CHECKS):
+    if types & _INIT:
         return INIT
+    if types & _CHECKS or types <= _BOOKKEEPING:
+        return OTHER
     return EVAL
 
 
@@ -100,6 +120,8 @@ class RoleCache:
 _REASONS = {
     TRAIN: "its fetches run an optimizer update (Apply* op or a gradient-fed assignment)",
     CHECKPOINT: "its fetches run a checkpoint save or restore",
-    INIT: "its fetches assign variables or check that they are initialized (initializers, readiness checks)",
+    INIT: "its fetches assign variables or initialize an iterator or table (initializers)",
+    OTHER: "its fetches only read variables, check that they are initialized or group nothing (hooks' reads, "
+           "readiness checks)",
     EVAL: "its fetches update none of the model's weights (evaluation, inference or metrics)",
 }

@@ -65,12 +65,16 @@ class SessionProfiler:
     def _write(self, metadata, step: int, role, graph) -> None:
         from npu_sim_bridge.fileio import write_atomic
         from npu_sim_bridge.profiling import estimated
+        from npu_sim_bridge.profiling.estimated import ESTIMATED_ROLES
         from npu_sim_bridge.profiling.trace import build_trace, geop_calls, geop_members
 
         members = geop_members(geop_calls(metadata.partition_graphs))
         trace = build_trace(metadata, step, with_ops=self.options.task_trace, members=members)
         trace["metadata"]["role"] = role.to_dict()
-        if self._estimates is not None:
+        if self._estimates is not None and role.role not in ESTIMATED_ROLES:
+            trace["metadata"]["estimate_skipped"] = (f"a {role.role} run: the estimated NPU track covers "
+                                                     f"{', '.join(ESTIMATED_ROLES)} runs")
+        elif self._estimates is not None:
             found, error = self._estimates.get(graph, role.fetches, role.role)
             trace["metadata"].update(estimated.metadata(found, error))
             starts = [event["ts"] for event in trace["traceEvents"] if event.get("ph") == "X"]

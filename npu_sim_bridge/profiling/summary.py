@@ -53,10 +53,11 @@ def load_traces(path: str) -> list[tuple[str, dict]]:
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise NpuSimError(f"trace {file} cannot be read as a chrome trace ({err}); pass a file that "
                               "npu_sim_bridge's profiling wrote") from None
-        _check_events(file, events)
         if not isinstance(trace.get("metadata", {}), dict):
             raise NpuSimError(f"trace {file}: metadata is not an object; pass a trace_step_*.json file that "
                               "npu_sim_bridge's profiling wrote")
+        # A step the profiling wrote may hold no timed event (a run of nothing but a NoOp group).
+        _check_events(file, events, allow_empty="geops" in trace.get("metadata", {}))
         loaded.append((file, trace))
     return loaded
 
@@ -90,20 +91,27 @@ def summarize(path: str) -> list[StepSummary]:
     return steps
 
 
-def _check_events(file: str, events) -> None:
+def _check_events(file: str, events, allow_empty: bool = False) -> None:
     """A chrome trace's events: a list of objects, with at least one timed ("X") event, each with a
     number of microseconds in `dur` (a malformed trace read as 0.000 ms would look like a fast step)."""
     remedy = "; pass a trace_step_*.json file that npu_sim_bridge's profiling wrote"
     if not isinstance(events, list) or not all(isinstance(event, dict) for event in events):
         raise NpuSimError(f"trace {file}: traceEvents is not a list of event objects{remedy}")
     timed = [event for event in events if event.get("ph") == "X"]
-    if not timed:
+    if not timed and not allow_empty:
         raise NpuSimError(f"trace {file} holds no timed event (\"ph\": \"X\"), so there is nothing to sum{remedy}")
     for index, event in enumerate(timed):
         duration = event.get("dur")
         if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration >= 0:
             raise NpuSimError(f"trace {file}: timed event {event.get('name', index)!r} has no duration in microseconds "
                               f"(dur = {duration!r}){remedy}")
+        start = event.get("ts")
+        if isinstance(start, bool) or not isinstance(start, (int, float)):
+            raise NpuSimError(f"trace {file}: timed event {event.get('name', index)!r} has no start time in "
+                              f"microseconds (ts = {start!r}){remedy}")
+        if not isinstance(event.get("args", {}), dict):
+            raise NpuSimError(f"trace {file}: timed event {event.get('name', index)!r} has args that are not an "
+                              f"object{remedy}")
 
 
 def format_summary(steps: list[StepSummary], top: int = 10) -> str:
@@ -111,8 +119,9 @@ def format_summary(steps: list[StepSummary], top: int = 10) -> str:
     for summary in steps:
         total = summary.device_us + summary.host_us
         share = (100.0 * summary.device_us / total) if total else 0.0
-        lines.append(f"step {summary.step} ({summary.role}): device {summary.device_us / 1000:.3f} ms in {len(summary.geops)} GeOp(s), "
-                     f"host {summary.host_us / 1000:.3f} ms (device {share:.0f}% of op time)  [{summary.path}]")
+        lines.append(f"step {summary.step} ({summary.role}): device {summary.device_us / 1000:.3f} ms in "
+                     f"{len(summary.geops)} GeOp(s), host {summary.host_us / 1000:.3f} ms (device {share:.0f}% of op "
+                     f"time)  [{summary.path}]")
         for name, micros in sorted(summary.geops.items(), key=lambda kv: -kv[1]):
             lines.append(f"  GeOp {name}: {micros / 1000:.3f} ms")
         lines.append(f"  top {top} ops by time:")

@@ -113,6 +113,20 @@ def display_graph(graph_def) -> tuple[list[tuple[str, str, str, str]], list[tupl
     return nodes, edges
 
 
+def drawn_counts(graph_def) -> tuple[int, int, int]:
+    """(GeOps drawn with their body, nodes drawn inside those bodies, nodes drawn outside them): what
+    display_graph draws, counted without drawing (the report's counts and the picture's totals agree)."""
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    geops = inside = 0
+    for node in graph_def.node:
+        if _GEOP_ATTR in node.attr and "f" in node.attr:
+            body = functions.get(node.attr["f"].func.name)
+            if body is not None:
+                geops += 1
+                inside += sum(1 for member in body.node_def if not member.name.startswith(HIDDEN_SCOPE))
+    return geops, inside, len(graph_def.node) - geops
+
+
 def body_key(geop: str, name: str) -> str:
     return f"{geop}\x1f{name}"
 
@@ -172,6 +186,8 @@ def _natural(name: str) -> list:
     """GeOp1_2 before GeOp1_10."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
+        # The report's own counts (report/counts.py), which the text and JSON report give too.
+        "counts": dict(report.counts or {}) if report is not None else {},
 
 def _dtype(decision) -> str:
     if decision is None or decision.dtype_before is None:
