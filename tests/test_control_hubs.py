@@ -198,12 +198,12 @@ def test_the_report_records_each_hub_and_counts_only_input_nodes():
     graph, train, loss, _ = _batch_norm_training()
     graph_def = graph.as_graph_def()
     options = from_dict({"precision_mode": "allow_mix_precision"})
-    result = run_pipeline(graph_def, options, ItemInfo(id="bn", fetch=(train.name, "loss")), remember=False)
+    result = run_pipeline(graph_def, options, ItemInfo(id="bn", fetch=(train.name, "loss")))
     hubs = [record for name, record in result.report.nodes.items() if name.startswith(control_hubs.HUB_SCOPE)]
     assert hubs, "the UPDATE_OPS pattern shares its control inputs among the gradient ops"
     assert all(record.op == "NoOp" and "control inputs" in record.reason for record in hubs)
     assert result.report.nodes_before == len(graph_def.node)
-    again = run_pipeline(result.graph_def, options, ItemInfo(id="bn", fetch=(train.name, "loss")), remember=False)
+    again = run_pipeline(result.graph_def, options, ItemInfo(id="bn", fetch=(train.name, "loss")))
     assert not [name for name in again.report.nodes if name.startswith(control_hubs.HUB_SCOPE + "/")
                 and name not in result.report.nodes], "a second run adds no hub"
 

@@ -199,8 +199,7 @@ def test_a_session_graph_placed_on_a_gpu_rounds_with_cast_pairs(device):
     for node in graph.node:
         node.device = device
     options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "precision"})
-    result = run_pipeline(graph, options, ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names())),
-                          remember=False)
+    result = run_pipeline(graph, options, ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names())))
     ops = {node.op for node in result.graph_def.node}
     on_gpu = "GPU" in device
     assert _precision_stats(result.report)["rounding"] == ("cast" if on_gpu else "kernel")

@@ -203,7 +203,7 @@ def test_a_graph_placed_on_a_gpu_keeps_its_convolution_and_bias_apart(device):
     for node in graph.node:
         node.device = device
     options = from_dict(dict(MIX, sim_passes="fusion"))
-    result = run_pipeline(graph, options, ItemInfo(id="tf_graph", fetch=tuple(FETCH)), remember=False)
+    result = run_pipeline(graph, options, ItemInfo(id="tf_graph", fetch=tuple(FETCH)))
     nodes = ops(result.graph_def)
     stats = next(p.stats for p in result.report.passes if p.name == "fusion")
     if "GPU" not in device:

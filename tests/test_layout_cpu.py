@@ -112,8 +112,7 @@ def _offline(graph_def, device, options=None):
     graph_def = _v1.GraphDef.FromString(graph_def.SerializeToString())
     for node in graph_def.node:
         node.device = device
-    return run_pipeline(graph_def, from_dict(options or {"precision_mode": "allow_mix_precision"}),
-                        remember=False)
+    return run_pipeline(graph_def, from_dict(options or {"precision_mode": "allow_mix_precision"}))
 
 
 def test_layout_leaves_every_npu_decision_as_it_was():
@@ -337,7 +336,7 @@ def test_a_body_parametrized_by_its_dtype_is_left_with_a_warning_naming_the_op()
     function.node_def.append(conv)
     function.ret["y"] = "conv:output:0"
     graph_def.library.function.append(function)
-    result = run_pipeline(graph_def, from_dict({"sim_passes": "none"}), remember=False)
+    result = run_pipeline(graph_def, from_dict({"sim_passes": "none"}))
     body = result.graph_def.library.function[0]
     assert [n.op for n in body.node_def] == ["Conv2D"] and body.node_def[0].attr["data_format"].s == b"NCHW"
     assert any("conv (Conv2D in function generic_conv) runs NCHW on the CPU" in text and "NHWC" in text

@@ -66,7 +66,7 @@ def _run(graph, fetches, feed=None, config=None, with_metadata=False):
 def _main_report(name):
     """The first report of a main graph that decided node `name` (function bodies are named GeOp...)."""
     for report in npu_sim_bridge.recent_reports():
-        item = report.graph_id.split("_", 1)[1]   # graph ids read "<number>_<item id>"
+        item = report.item_id
         decision = report.nodes.get(name)
         if decision is not None and decision.placement is not None and not item.startswith("GeOp"):
             return report

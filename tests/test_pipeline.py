@@ -224,10 +224,10 @@ def test_pipeline_is_idempotent_on_a_model_with_control_flow_and_functions():
     model = zoo.tf1_batchnorm_cnn()
     options = from_dict({"precision_mode": "allow_mix_precision"})
     item = ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names()))
-    first = run_pipeline(model.graph_def(), options, item, remember=False).graph_def
+    first = run_pipeline(model.graph_def(), options, item).graph_def
     assert first.library.function, "the GeOp bodies are library functions"
     assert pipeline.nothing_new(first, item)
-    again = run_pipeline(first, options, item, remember=False)
+    again = run_pipeline(first, options, item)
     assert again.report.rerun
     assert again.graph_def == first
 
@@ -268,9 +268,9 @@ def test_a_later_run_changes_nothing_after_a_fetched_op_was_dropped():
         tf.multiply(a, 3.0, name="b")
     options = from_dict({"precision_mode": "force_fp16"})
     item = ItemInfo(id="tf_graph", fetch=("b:0",), feed=("a",))
-    first = run_pipeline(graph.as_graph_def(), options, item, remember=False)
+    first = run_pipeline(graph.as_graph_def(), options, item)
     assert first.report.nodes["b"].dtype_after == "float16"
-    again = run_pipeline(first.graph_def, options, item, remember=False)
+    again = run_pipeline(first.graph_def, options, item)
     assert again.graph_def == first.graph_def
 
 
@@ -282,7 +282,7 @@ def test_a_geop_body_changed_by_other_optimizers_is_stamped_not_decided_again():
     body = _graph_def()
     body.node[0].attr[pipeline.SEEN_ATTR].b = True  # decided with the caller; the rest is "new"
     item = ItemInfo(id="GeOp3_0", is_function=True)
-    result = run_pipeline(body, from_dict({"precision_mode": "force_fp16"}), item, remember=False)
+    result = run_pipeline(body, from_dict({"precision_mode": "force_fp16"}), item)
     assert not result.report.passes and result.report.rerun
     assert "4 node(s) other Grappler optimizers added since were stamped" in result.report.skipped
     assert all(pipeline.SEEN_ATTR in node.attr for node in result.graph_def.node)
@@ -373,7 +373,7 @@ def test_the_passes_that_say_they_leave_the_library_alone_do():
                          "customize_dtypes": ""})
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pipeline, "_run_one", after_each)
-        run_pipeline(graph_def, options, ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names())), remember=False)
+        run_pipeline(graph_def, options, ItemInfo(id="tf_graph", fetch=tuple(model.fetch_names())))
     as_it_came = _functions_by_name(graph_def)
     assert [name for name, *_ in libraries] == [name for name in trusted if name != "customize_dtypes"] + ["precision"]
     for name, edited, library in libraries[:-1]:
@@ -386,11 +386,11 @@ def test_a_rewrite_leaves_nothing_of_its_graph_behind_in_the_process():
     process keeps running for the whole training; the parsed inputs of a 30k-node graph were 11 MB)."""
     options = from_dict({"precision_mode": "allow_mix_precision", "mix_compile_mode": True})
     item = ItemInfo(fetch=("out",))
-    run_pipeline(scoped_graph(200), options, item, remember=False)  # imports and the op library, once
+    run_pipeline(scoped_graph(200), options, item)  # imports and the op library, once
     graph_def = scoped_graph(3000)
     tracemalloc.start()
     try:
-        run_pipeline(graph_def, options, item, remember=False)
+        run_pipeline(graph_def, options, item)
         gc.collect()
         held = tracemalloc.get_traced_memory()[0]
     finally:

@@ -58,7 +58,7 @@ GRAPHS = dict(_graphs())
 def _outcome(graph_def, item, mode, execution="emulate"):
     options = from_dict({"precision_mode": mode, "sim_passes": "precision", "sim_fp16_execution": execution})
     try:
-        result = run_pipeline(graph_def, options, item, remember=False)
+        result = run_pipeline(graph_def, options, item)
     except PassError as err:
         return "error", str(err)
     records = {name: (r.op, r.list, r.dtype_before, r.dtype_after, r.reason) for name, r in result.report.nodes.items()}

@@ -42,17 +42,17 @@ def _add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                              "picture there (the option sim_report_dir)")
 
 
-def _rewrite(args):
+def _rewrite(args, prune=False):
     from npu_sim_bridge.api import rewrite
 
     params = _parse_params(args.param)
     if args.report_dir:
         params["sim_report_dir"] = args.report_dir
-    return rewrite(args.graph, params, fetches=args.fetch)
+    return rewrite(args.graph, params, fetches=args.fetch, prune=prune)
 
 
 def cmd_inspect(args) -> int:
-    result = _rewrite(args)
+    result = _rewrite(args, prune=True)  # what a Session run of the fetches rewrites: no initializers
     if args.json:
         sys.stdout.write(result.report.to_json() + "\n")
     else:

@@ -1,5 +1,9 @@
 """The pipeline: validate the graph, run the passes the options ask for, validate again, report.
 
+The pipeline is pure: it returns the rewritten graph and its report (a PipelineResult) and writes
+nothing. The report files, the views, the process history, the log and the DUMP_GE_GRAPH files are
+written by report/publish.py, which the callers (native/entry.py, api.py) call at the boundary.
+
 Every pass runs on one shared GraphView. A failure inside a pass is raised as PassError naming
 the pass; a graph a pass leaves malformed is a PassError too. The pipeline stamps each node it
 has processed with the `_npu_sim_seen` attribute, which shows in the executed graph.
@@ -8,20 +12,17 @@ has processed with the `_npu_sim_seen` attribute, which shows in the executed gr
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import itertools
-import os
 import re
 import time
+from collections.abc import Callable
 
 from tensorflow.core.framework import attr_value_pb2, graph_pb2, node_def_pb2
 
 from npu_sim_bridge import envvars
 from npu_sim_bridge.envvars import graph_dump
-from npu_sim_bridge.envvars.logs import log_rewrite
 from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError, PassError
-from npu_sim_bridge.fileio import unique_base, write_atomic
 from npu_sim_bridge.graph.control_hubs import Hub
 from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import node_name
@@ -29,15 +30,15 @@ from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS
 from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.validate import validate_graph
 from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, ItemInfo, PassContext
-from npu_sim_bridge.report import history
+from npu_sim_bridge.graph.attr_names import SEEN_ATTR
+from npu_sim_bridge.passes.base import GraphPass, ItemInfo, PassContext
+from npu_sim_bridge.passes.results import PipelineResult
+from npu_sim_bridge.report.counts import graph_counts
 from npu_sim_bridge.report.model import PassRecord, Report
+from npu_sim_bridge.report.roles import Role, graph_role
 
 __all__ = ["SEEN_ATTR", "PipelineResult", "available_passes", "covered_by_caller", "nothing_new",
            "run_pipeline", "selected_passes"]
-
-# Nodes Grappler adds around a function body when it hands the function over as an item.
-_FUNCTION_EDGE_OPS = FUNCTION_EDGE_OPS
 
 _graph_counter = itertools.count(1)
 
@@ -64,16 +65,6 @@ def _pass_classes() -> list[type[GraphPass]]:
     return classes
 
 
-@dataclasses.dataclass
-class PipelineResult:
-    graph_def: graph_pb2.GraphDef
-    report: Report
-
-    def __iter__(self):
-        # Allows `graph_def, report = rewrite(...)`.
-        return iter((self.graph_def, self.report))
-
-
 def selected_passes(options) -> list[GraphPass]:
     """The passes `sim_passes` selects ('all', 'none' or a comma-separated list of names)."""
     passes = available_passes()
@@ -92,8 +83,10 @@ def selected_passes(options) -> list[GraphPass]:
     return [p for p in passes if p.name in names]
 
 
-def _graph_id(item: ItemInfo) -> str:
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.id)[:80] or "graph"
+def _graph_id(item: ItemInfo, role: Role | None = None) -> str:
+    """'002_train': the graph's number in this process and its role (a function: its name)."""
+    name = role.name if role is not None and role.name != "function" else item.id
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80] or "graph"
     return f"{next(_graph_counter):03d}_{safe}"
 
 
@@ -115,43 +108,47 @@ def _gc_paused():
 
 
 def run_pipeline(graph_def: graph_pb2.GraphDef, options, item: ItemInfo | None = None,
-                 remember: bool = True, source_bytes: bytes | None = None,
-                 table: NodeTable | None = None) -> PipelineResult:
-    """Rewrite `graph_def` as the options say; returns the graph and its report.
+                 source_bytes: bytes | None = None, table: NodeTable | None = None,
+                 keep_stage: Callable[[str], bool] | None = None) -> PipelineResult:
+    """Rewrite `graph_def` as the options say; returns the graph and its report, and writes nothing
+    (report/publish.py writes what a rewrite leaves behind).
 
     The pipeline works on a copy, unless the caller also gives `source_bytes`, the GraphDef
     serialized (as Grappler hands it over): then `graph_def` itself is edited, and the bytes are
     parsed again only where a report needs the graph as it came. `table`: the GraphDef's node
-    columns (with SEEN_ATTR as the stamp), when the caller has them.
+    columns (with SEEN_ATTR as the stamp), when the caller has them. `keep_stage`: which graph stages
+    (graph_dump's stage names) the result keeps for DUMP_GE_GRAPH (publish.dump_request gives it).
     """
     with _gc_paused():
         try:
-            return _run_pipeline(graph_def, options, item, remember, source_bytes, table)
+            return _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage)
         finally:
             # The shared numbers: a process keeps none of them after the rewrite.
             shared_ints.release()
 
 
-def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> PipelineResult:
+def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> PipelineResult:
     started = time.perf_counter()
     item = item or ItemInfo()
     if _geop_body(item):
-        return _stamped_body(graph_def, options, item, started, remember)
+        return _stamped_body(graph_def, options, item, started)
     if source_bytes is None:
         work = graph_pb2.GraphDef()
         work.CopyFrom(graph_def)
-        as_it_came = lambda: graph_def  # noqa: E731
+        result = PipelineResult(work, None, source_graph=graph_def)
     else:
         work = graph_def
-        as_it_came = lambda: graph_pb2.GraphDef.FromString(source_bytes)  # noqa: E731
-    report = Report(_graph_id(item), options.to_dict(), item_id=item.id)
+        result = PipelineResult(work, None, source_bytes=source_bytes)
+    if table is None:
+        table = NodeTable.of(work, stamp_attr=SEEN_ATTR)
+    role = graph_role(table.names, table.ops, table.inputs, item.fetch, item.is_function)
+    report = Report(_graph_id(item, role), options.to_dict(), item_id=item.id)
+    report.role = role
     report.option_notes = options.describe()
     for text in options.warnings:
         report.warn(text)
 
     ran = [graph_pass for graph_pass in selected_passes(options) if graph_pass.wanted(options)]
-    if table is None:
-        table = NodeTable.of(work, stamp_attr=SEEN_ATTR)
     try:
         view = GraphView(work, gather_control_inputs=bool(ran) and not item.is_function, table=table)
         validate_graph(view, where="input graph", allow_external=_external_names(item))
@@ -167,36 +164,40 @@ def _run_pipeline(graph_def, options, item, remember, source_bytes, table) -> Pi
     ignored = envvars.ignored_note()
     if ignored:
         report.warn(ignored)
-    dumper = None if report.rerun else graph_dump.from_environment(report.graph_id)  # DUMP_GE_GRAPH
-    if dumper:
-        dumper.stage(graph_dump.FIRST, view.to_graph_def())
+    stage = None if report.rerun or keep_stage is None else _stage_keeper(result, view, keep_stage)
+    if stage:
+        stage(graph_dump.FIRST)
     ctx = PassContext(view=view, options=options, item=item, report=report, table=table)
     for index, graph_pass in enumerate(ran):
         ctx.later_reads = frozenset(kind for later in ran[index + 1:] for kind in later.reads)
         _run_one(graph_pass, ctx)
         ctx.keep_results(ctx.later_reads)
-        if dumper:
-            dumper.stage(graph_dump.stage_name(graph_pass.name), ctx.view.to_graph_def())
+        if stage:
+            stage(graph_dump.stage_name(graph_pass.name))
     for graph_pass in ran:
         graph_pass.finish(ctx)
-    _lay_out_for_cpu(ctx, dumper)
+    _lay_out_for_cpu(ctx, stage)
 
     _place_new_nodes(view, report)
     _stamp_seen(view, bodies=not item.is_function)
-    result_graph = view.to_graph_def()
-    report.nodes_after = len(result_graph.node)
+    result.graph_def = view.to_graph_def()
+    report.nodes_after = len(result.graph_def.node)
+    report.counts = graph_counts(report, result.graph_def)
     report.seconds = time.perf_counter() - started
-    if remember:
-        history.remember(report)
-    if dumper:
-        dumper.finish(result_graph)
-    if not report.rerun:
-        log_rewrite(report)  # at INFO (ASCEND_GLOBAL_LOG_LEVEL=1): passes, GeOps, casts
-    _write_report(report, options, as_it_came, result_graph)
-    return PipelineResult(result_graph, report)
+    result.report = report
+    return result
 
 
-def _lay_out_for_cpu(ctx: PassContext, dumper) -> None:
+def _stage_keeper(result: PipelineResult, view: GraphView, keep_stage: Callable[[str], bool]):
+    """Keeps the graph at a stage DUMP_GE_GRAPH asks for in `result.stages`, as bytes (later passes edit the
+    graph), for the publishing step to write."""
+    def stage(name: str) -> None:
+        if keep_stage(name):
+            result.stages.append((name, view.to_graph_def().SerializeToString()))
+    return stage
+
+
+def _lay_out_for_cpu(ctx: PassContext, stage) -> None:
     """Run the CPU layout after every selected pass, whatever `sim_passes` says: it is no NPU decision but
     what lets the channels-first ops they decided run on the CPU (passes/layout). A graph it leaves as
     it is gets no pass record."""
@@ -207,8 +208,8 @@ def _lay_out_for_cpu(ctx: PassContext, dumper) -> None:
     if not result.changed:
         return
     _record_pass(CpuLayoutPass.name, result, ctx, started)
-    if dumper:
-        dumper.stage(graph_dump.stage_name(CpuLayoutPass.name), ctx.view.to_graph_def())
+    if stage:
+        stage(graph_dump.stage_name(CpuLayoutPass.name))
 
 
 def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:
@@ -283,13 +284,13 @@ def _geop_body(item: ItemInfo) -> bool:
     return item.is_function and item.id.startswith("GeOp")
 
 
-def _stamped_body(graph_def, options, item, started, remember) -> PipelineResult:
+def _stamped_body(graph_def, options, item, started) -> PipelineResult:
     """A GeOp body that Grappler's other optimizers changed after its caller's run: no pass would
     change it (the placement and dtypes of a body are its caller's), so the nodes they added are only
     stamped, and the report says how many."""
     work = graph_pb2.GraphDef()
     work.CopyFrom(graph_def)
-    added = [node for node in work.node if SEEN_ATTR not in node.attr and node.op not in _FUNCTION_EDGE_OPS]
+    added = [node for node in work.node if SEEN_ATTR not in node.attr and node.op not in FUNCTION_EDGE_OPS]
     for node in added:
         node.attr[SEEN_ATTR].b = True
     report = Report(_graph_id(item), options.to_dict(), item_id=item.id)
@@ -298,8 +299,6 @@ def _stamped_body(graph_def, options, item, started, remember) -> PipelineResult
     report.skipped = (f"GeOp body decided with its caller; {len(added)} node(s) other Grappler optimizers "
                       "added since were stamped")
     report.seconds = time.perf_counter() - started
-    if remember:
-        history.remember(report)
     return PipelineResult(work, report)
 
 
@@ -324,7 +323,7 @@ def covered_by_caller(graph_def: graph_pb2.GraphDef, item: ItemInfo) -> bool:
     count, so a body that only returns its arguments is covered too.
     """
     return item.is_function and all(SEEN_ATTR in node.attr for node in graph_def.node
-                                    if node.op not in _FUNCTION_EDGE_OPS)
+                                    if node.op not in FUNCTION_EDGE_OPS)
 
 
 def nothing_new(graph_def: graph_pb2.GraphDef, item: ItemInfo, table: NodeTable | None = None) -> bool:
@@ -343,24 +342,3 @@ def nothing_new(graph_def: graph_pb2.GraphDef, item: ItemInfo, table: NodeTable 
         return False
     return all(SEEN_ATTR in node.attr for function in graph_def.library.function for node in function.node_def)
 
-
-def _write_report(report: Report, options, as_it_came, after: graph_pb2.GraphDef) -> None:
-    """Write the report files where sim_report_dir says; `as_it_came()` gives the input graph."""
-    directory = options.get("sim_report_dir")
-    if not directory or report.rerun:  # one file set per graph, not one per Grappler iteration
-        return
-    base = None
-    try:
-        os.makedirs(directory, exist_ok=True)
-        base = unique_base(directory, report.graph_id)  # a reused folder keeps earlier runs' reports
-        write_atomic(base + ".json", report.to_json(), "report")
-        write_atomic(base + ".txt", report.to_text(), "report")
-        from npu_sim_bridge.report.views import write_views
-
-        write_views(base, report, as_it_came(), after)  # .pbtxt before/after, TensorBoard run, HTML picture
-    except OSError as err:
-        if base is not None and os.path.exists(base + ".json") and not os.path.getsize(base + ".json"):
-            os.unlink(base + ".json")  # the name claimed for a report that could not be written
-        raise ConfigError(
-            f"option sim_report_dir {directory!r}: cannot write the report there ({err}); "
-            "point it at a writable directory") from err

@@ -1,4 +1,5 @@
-"""Typed results one pass hands to the passes after it (published on the PassContext by type)."""
+"""Typed results one pass hands to the passes after it (published on the PassContext by type), and what the
+whole pipeline returns (PipelineResult: everything the publishing step at the boundary writes)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import dataclasses
 from collections.abc import Container, Mapping
 from typing import TYPE_CHECKING
 
+from tensorflow.core.framework import graph_pb2
+
 if TYPE_CHECKING:
-    from npu_sim_bridge.graph.view import EditJournal
-    from npu_sim_bridge.passes.partition.cluster import Proposal
+    from npu_sim_bridge.report.model import Report
 
 HOST = "host"
 DEVICE = "device"
@@ -36,16 +38,6 @@ class Placement:
         if name not in self.seen:
             return None
         return HOST if name in self.host else DEVICE
-
-
-@dataclasses.dataclass
-class Proposed:
-    """What placement proposed, for partition to reuse while the graph is unchanged, or to carry over
-    the nodes the passes in between add (`journal` records what they do)."""
-
-    journal: EditJournal
-    proposal: Proposal
-    inherent: set[str]        # host nodes the adapter never sinks (no "enable mix_compile_mode" advice)
 
 
 class NpuPortDtypes(Mapping):
@@ -81,3 +73,29 @@ def _on_npu(plan, port, is_output):
         return port.dtype
     dtype = plan.npu_of_port(port.list_index) if port.list_index is not None else plan.npu
     return dtype if dtype is not None else port.dtype
+
+
+@dataclasses.dataclass
+class PipelineResult:
+    """The rewritten graph and its report, plus what only the publishing step reads (report/publish.py): the
+    graph as it came and the DUMP_GE_GRAPH stages kept on the way. The pipeline itself writes nothing."""
+
+    graph_def: graph_pb2.GraphDef
+    report: Report
+    # The input graph: the caller's GraphDef (the pipeline worked on a copy), or its serialized bytes
+    # (the pipeline edited the parsed graph in place); read with graph_as_it_came().
+    source_graph: graph_pb2.GraphDef | None = None
+    source_bytes: bytes | None = None
+    # (stage name, serialized GraphDef) for each DUMP_GE_GRAPH stage asked for, in the order they came.
+    stages: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)
+
+    def __iter__(self):
+        # Allows `graph_def, report = rewrite(...)`.
+        return iter((self.graph_def, self.report))
+
+    def graph_as_it_came(self) -> graph_pb2.GraphDef:
+        if self.source_graph is not None:
+            return self.source_graph
+        if self.source_bytes is not None:
+            return graph_pb2.GraphDef.FromString(self.source_bytes)
+        return self.graph_def  # a result that changed nothing (a GeOp body only stamped)

@@ -22,6 +22,7 @@ from tensorflow.core.framework import node_def_pb2, types_pb2
 from tensorflow.python.framework import dtypes
 
 from npu_sim_bridge.graph.table import NodeTable, main_dtype
+from npu_sim_bridge.report.counts import count_lines
 from npu_sim_bridge.report.decisions import Decisions, NodeDecision
 
 __all__ = ["Decisions", "NodeDecision", "PassRecord", "Report", "node_dtype"]
@@ -68,6 +69,9 @@ class Report:
         self.seconds = 0.0
         self.skipped: str | None = None
         self.rerun = False  # the graph had been through NpuOptimizer already (a later iteration)
+        self.role = None     # report/roles.py: what the graph is for (train, eval, init, ...), from its fetches
+        self.counts: dict[str, int] | None = None  # report/counts.py: the node counts, each named
+        self.published = None  # report/publish.py: where the files of this rewrite went
         # Set only by npu_sim_bridge.estimate.annotate (a Session run never pays for it): {"summary": the
         # step's estimate, "nodes": {name: (npu_unit, npu_us)}}; the JSON then gives every node the two keys.
         self.estimate: dict[str, Any] | None = None
@@ -95,8 +99,11 @@ class Report:
         return {
             "graph": self.graph_id,
             "item": self.item_id,
+            "role": self.role.name if self.role else None,
+            "role_reason": self.role.why if self.role else None,
             "nodes_before": self.nodes_before,
             "nodes_after": self.nodes_after,
+            "counts": self.counts,
             "lists": dict(sorted(Counter(value for value in column("list") if value).items())),
             "placements": dict(sorted(Counter(value for value in column("placement") if value).items())),
             "dtype_changes": self.nodes.count_differing("dtype_before", "dtype_after"),
@@ -127,14 +134,12 @@ class Report:
         lines = [f"NpuOptimizer report for graph {self.graph_id}"]
         if self.skipped:
             lines.append(f"  skipped: {self.skipped}")
-        lines.append(f"  nodes: {summary['nodes_before']} in, {summary['nodes_after']} out")
+        if self.role:
+            lines.append(f"  role: {self.role.name} ({self.role.why})")
+        lines.extend(count_lines(summary))
         for note in self.option_notes:
             effect = "" if note.get("acts") else f"  ({note.get('note')})"
             lines.append(f"  option {note['name']} = {note['value']!r}{effect}")
-        for key in ("lists", "placements"):
-            if summary[key]:
-                parts = ", ".join(f"{k} {v}" for k, v in summary[key].items())
-                lines.append(f"  {key}: {parts}")
         if summary["geops"]:
             lines.append(f"  GeOps: {', '.join(summary['geops'])}")
         lines.append(f"  dtype changes: {summary['dtype_changes']}")
@@ -143,6 +148,8 @@ class Report:
             lines.append(f"  estimated NPU step (an estimate, not a measurement): {est['step_ms']} ms, "
                          f"{est['samples_per_s']} samples/s; by unit (ms): "
                          + ", ".join(f"{k} {v}" for k, v in est["by_unit"].items()))
+        if self.passes:
+            lines.append("  passes (their counters count the graph as each pass saw it):")
         for record in self.passes:
             stats = ", ".join(f"{k}={v}" for k, v in record.stats.items())
             state = "changed" if record.changed else "no change"
