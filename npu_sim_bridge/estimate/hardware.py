@@ -99,6 +99,9 @@ TABLE_910A: dict[str, Constant] = {
                                  "output tiles one core's share of a cube task must have to keep it busy"),
     "uncertainty": Constant(0.15, "fraction", DEFAULT,
                             "the range printed around a calibrated estimate (the anchors' tolerance)"),
+    "default_spread": Constant(2.0, "factor", DEFAULT,
+                               "how far time resting on unmeasured defaults (AI CPU, host ops, copies, run "
+                               "overhead) may be off either way: the range divides and multiplies it by this"),
 }
 
 # ModelZoo-era CANN (the 910A's) ran these on AI CPU although later AI Core libraries list them: the facts

@@ -7,7 +7,7 @@ import io
 import json
 
 from npu_sim_bridge.estimate.advisor import advise
-from npu_sim_bridge.estimate.hardware import FITTED
+from npu_sim_bridge.estimate.hardware import DEFAULT, FITTED
 from npu_sim_bridge.estimate.ops import FREE
 from npu_sim_bridge.estimate.step import StepEstimate
 
@@ -19,6 +19,15 @@ OP_SUMMARY_COLUMNS = (
     "vec_time(us)", "vec_ratio", "mac_time(us)", "mac_ratio", "scalar_time(us)", "scalar_ratio", "memory_bound")
 _TASK_TYPE = {"cube": "AI_CORE", "vector": "AI_CORE", "aicpu": "AI_CPU", "host": "HOST"}
 NOTE = ("an estimate from a roofline model calibrated on two measured throughputs, not a measurement")
+# The constants each unit's time rests on (npu_sim_bridge/estimate/hardware.py), for "rests_on".
+UNIT_CONSTANTS = {
+    "cube": ("cube_efficiency", "clock_mhz", "cube_cores", "task_overhead_us"),
+    "vector": ("vector_traffic", "hbm_gbps", "hbm_efficiency", "vector_efficiency", "task_overhead_us"),
+    "aicpu": ("aicpu_task_us", "aicpu_gflops", "aicpu_gbps"),
+    "host": ("host_op_us", "host_gbps"),
+    "transfers": ("host_link_gbps", "transfer_us"),
+    "run_overhead": ("run_overhead_us",),
+}
 
 
 def to_dict(step: StepEstimate, top: int = 10, every_op: bool = False) -> dict:
@@ -34,6 +43,9 @@ def to_dict(step: StepEstimate, top: int = 10, every_op: bool = False) -> dict:
         "step_ms": round(step.step_us / 1e3, 3),
         "step_ms_range": [round(low / 1e3, 3), round(high / 1e3, 3)],
         "samples_per_s": round(step.samples_per_s, 1) if step.samples_per_s else None,
+        "samples_per_s_range": ([round(step.batch / (high * 1e-6), 1), round(step.batch / (low * 1e-6), 1)]
+                                if step.samples_per_s and low > 0 else None),
+        "rests_on": rests_on(step),
         "cube_peak_share": round(step.cube_peak_share, 4),
         "by_unit": {unit: round(us / 1e3, 3) for unit, us in step.by_unit.items()},
         "geops": {name: round(us / 1e3, 3) for name, us in step.geop_us.items()},
@@ -44,6 +56,20 @@ def to_dict(step: StepEstimate, top: int = 10, every_op: bool = False) -> dict:
         "dynamic": step.walked.loops,
         **({"ops": [_op_row(o, step.step_us) for o in step.ops]} if every_op else {}),
     }
+
+
+def rests_on(step: StepEstimate, least: float = 0.01) -> list:
+    """The units carrying at least `least` of the step, largest first, each with its share and the constants
+    its time rests on (value and source: datasheet, derived, fitted or default)."""
+    rows = []
+    total = step.step_us
+    for unit, us in sorted(step.by_unit.items(), key=lambda kv: -kv[1]):
+        if not total or us / total < least:
+            continue
+        constants = {key: {"value": step.hw[key], "source": step.hw.constants[key].source}
+                     for key in UNIT_CONSTANTS[unit]}
+        rows.append({"unit": unit, "share": round(us / total, 4), "constants": constants})
+    return rows
 
 
 def _op_row(item, total) -> dict:
@@ -63,7 +89,8 @@ def to_text(step: StepEstimate, top: int = 10) -> str:
     lines = [f"npu-sim estimate ({NOTE})", f"SoC {d['soc']}, batch {d['batch'] or 'unknown'}, "
              f"iterations_per_loop {d['iterations_per_loop']}",
              f"step: {d['step_ms']:.2f} ms (range {d['step_ms_range'][0]:.2f}-{d['step_ms_range'][1]:.2f} ms)"
-             + (f", {d['samples_per_s']:.1f} samples/s" if d["samples_per_s"] else ", samples/s: give --batch")
+             + (f", {d['samples_per_s']:.1f} samples/s (range {d['samples_per_s_range'][0]:.0f}-"
+                f"{d['samples_per_s_range'][1]:.0f})" if d["samples_per_s"] else ", samples/s: give --batch")
              + f", {100 * d['cube_peak_share']:.1f}% of the cube peak", "", "by unit (ms):"]
     for unit, ms in d["by_unit"].items():
         share = 100 * ms / d["step_ms"] if d["step_ms"] else 0.0
@@ -78,11 +105,14 @@ def to_text(step: StepEstimate, top: int = 10) -> str:
     for b in d["bottlenecks"] or [{"code": "none", "share": 0, "ops": [], "advice": "none found"}]:
         lines.append(f"  {b['code']:<18} {100 * b['share']:5.1f}% of the step  {', '.join(b['ops'][:5])}")
         lines.append(f"      {b['advice']}")
-    fitted = [k for k, v in d["constants"].items() if v["source"] == FITTED]
-    consts = d["constants"]
-    lines += ["", "rests on: fitted " + ", ".join(f"{k}={consts[k]['value']}" for k in fitted) + "; "
-              "datasheet cores, cube shape and clock; default task/host/link costs "
-              "(npu_sim_bridge/estimate/hardware.py; --constant KEY=VALUE replaces one)"]
+    lines += ["", "rests on (share of the step: constants, [f]itted, [d]atasheet or derived, [g]uessed default; "
+                  "npu_sim_bridge/estimate/hardware.py, --constant KEY=VALUE replaces one):"]
+    mark = {FITTED: "f", DEFAULT: "g"}
+    for row in d["rests_on"]:
+        consts = ", ".join(f"{key}={c['value']:g}[{mark.get(c['source'], 'd')}]" for key, c in row["constants"].items())
+        lines.append(f"  {row['unit']:<13}{100 * row['share']:5.1f}%  {consts}")
+    lines.append("  the range: fitted units +-" + f"{100 * step.hw['uncertainty']:.0f}%, guessed units /x"
+                 + f"{step.hw['default_spread']:g}, unknown shapes and loops added again")
     for note in d["dynamic"]:
         lines.append(f"unsure: {note}")
     return "\n".join(lines) + "\n"

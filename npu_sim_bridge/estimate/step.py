@@ -10,6 +10,7 @@ from npu_sim_bridge.estimate.timing import OpTime, op_time, transfer_us
 from npu_sim_bridge.estimate.walk import OpRecord, Walked
 
 UNITS = ("cube", "vector", "aicpu", "host", "transfers", "run_overhead")
+GUESSED = ("aicpu", "host", "transfers", "run_overhead")  # units costed by default constants only, none fitted
 
 
 @dataclasses.dataclass
@@ -67,12 +68,17 @@ class StepEstimate:
         return self.cube_flops / (self.step_us * 1e-6 * self.hw.cube_flops) if self.step_us else 0.0
 
     def range_us(self) -> tuple:
-        """Low and high step times: the calibration's tolerance, widened by ops whose shapes are unknown and
-        loops whose trip count is unknown (each may run longer than counted)."""
-        u = self.hw["uncertainty"]
+        """Low and high step times. Time the fitted constants carry (cube, vector) gets the calibration's
+        tolerance (`uncertainty`); time resting on unmeasured defaults (AI CPU, host ops, copies, the run
+        overhead) is divided and multiplied by `default_spread`; ops whose shapes are unknown, and loops whose
+        trip count is unknown, may take longer than counted (the high end adds them again, three times in loops)."""
+        u, spread = self.hw["uncertainty"], self.hw["default_spread"]
+        split = self.by_unit
+        guessed = sum(split[unit] for unit in GUESSED)
+        calibrated = self.step_us - guessed
         unsure = sum(item.us for item in self.ops if not item.record.work.static)
-        low = self.step_us * (1 - u)
-        high = self.step_us * (1 + u) + unsure * (3 if self.walked.loops else 1)
+        low = calibrated * (1 - u) + guessed / spread
+        high = calibrated * (1 + u) + guessed * spread + unsure * (3 if self.walked.loops else 1)
         return low, high
 
 
