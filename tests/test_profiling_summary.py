@@ -119,6 +119,8 @@ def test_the_run_writes_an_estimated_npu_track_once_per_graph_and_a_merged_trace
     tracks = [e["args"]["name"] for e in merged["traceEvents"] if e.get("name") == "thread_name"]
     assert len(tracks) == len(set((e["pid"], e["args"]["name"]) for e in merged["traceEvents"]
                                   if e.get("name") == "thread_name"))  # one track per name across steps
+    status, _, err = profile(capsys, os.path.join(folder, "trace_merged.json"), "--summary")
+    assert status == 1 and "is a merged trace" in err and "trace_merged.json" in err
     status, out, _ = profile(capsys, str(tmp_path / "prof"), "--merge", str(tmp_path / "all.json"))
     assert status == 0 and "merged 6 step trace(s)" in out
     assert len(json.load(open(tmp_path / "all.json"))["traceEvents"]) == len(merged["traceEvents"])

@@ -56,6 +56,9 @@ def load_traces(path: str) -> list[tuple[str, dict]]:
         if not isinstance(trace.get("metadata", {}), dict):
             raise NpuSimError(f"trace {file}: metadata is not an object; pass a trace_step_*.json file that "
                               "npu_sim_bridge's profiling wrote")
+        if "merged" in trace.get("metadata", {}):
+            raise NpuSimError(f"trace {file} is a merged trace of several steps; pass its run folder or the "
+                              "trace_step_*.json files it was merged from")
         # A step the profiling wrote may hold no timed event (a run of nothing but a NoOp group).
         _check_events(file, events, allow_empty="geops" in trace.get("metadata", {}))
         loaded.append((file, trace))
