@@ -46,7 +46,10 @@ def add_tool_commands(commands) -> None:
     profile = commands.add_parser(
         "profile", help="top ops by time, host vs device, per step, from a profiling trace",
         description="TRACE is a trace_step_<k>.json file that profiling_mode wrote, or the profiling_options "
-                    "output folder (every step under it). Open the same files in chrome://tracing or Perfetto.")
+                    "output folder (every step under it). Each step is named by its role (train, eval, init, "
+                    "checkpoint, other), read from its fetches. Open the same files, or the trace_merged.json "
+                    "a Session writes when it closes, in chrome://tracing or Perfetto; the \"estimated NPU\" "
+                    "process there is npu_sim_bridge.estimate's step on an Ascend 910, not a measurement.")
     profile.add_argument("trace", metavar="TRACE")
     profile.add_argument("--top", type=int, default=10, help="how many ops to list per step (default 10)")
     profile.add_argument("--json", action="store_true", help="print JSON")

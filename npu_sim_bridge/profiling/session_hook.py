@@ -94,7 +94,9 @@ class SessionProfiler:
         if not written or len(written) == self._merged_steps:
             return
         path = os.path.join(self.folder, MERGED_NAME)
-        self._save(path, lambda: write_merged([pair for file in written for pair in load_traces(file)], path))
+        loaded = sorted((pair for file in written for pair in load_traces(file)),
+                        key=lambda pair: pair[1]["metadata"]["step"])  # threads may finish steps out of order
+        self._save(path, lambda: write_merged(loaded, path))
         self.merged, self._merged_steps = path, len(written)
 
     def _save(self, path: str, write) -> None:
