@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.npu_sim_installed
 
-.PHONY: demo test bench env clean
+.PHONY: demo test bench docs env clean
 
 env: $(STAMP)
 
@@ -22,8 +22,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -rs tests
 
+# The documentation site (site/): the reference pages generated from the code, then MkDocs (installed on first use).
+docs: $(STAMP)
+	$(PY) -c "import mkdocs" 2>/dev/null || $(PY) -m pip install --quiet mkdocs==1.6.1
+	$(PY) docs/gen_reference.py
+	$(PY) -m mkdocs build --quiet
+
 bench: $(STAMP)
 	$(PY) benchmarks/bench_bridge_overhead.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site docs/reference *.egg-info .pytest_cache

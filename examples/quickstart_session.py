@@ -76,6 +76,19 @@ def main():
     biggest = max(reports, key=lambda r: r.nodes_before)
     print()
     print(biggest.to_text(max_nodes=15))
+    print_next_steps(biggest, report_dir)
+
+
+def print_next_steps(report, report_dir):
+    """What to open next: the training graph's picture, the TensorBoard run, and the same on one's own script."""
+    picture = os.path.splitext(report.published.report)[0] + ".html"
+    print("Next:")
+    print(f"  open {picture}")
+    print("      the picture of the training graph after the rewrite (any browser, works offline)")
+    print(f"  tensorboard --logdir {os.path.join(report_dir, 'tensorboard')}")
+    print("      the graphs before and after the rewrite, side by side")
+    print("  npu-sim check your_script.py && npu-sim run your_script.py")
+    print("      the same on your own TF1 script (docs/migrate.md)")
 
 
 if __name__ == "__main__":
