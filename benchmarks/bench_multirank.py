@@ -3,9 +3,12 @@
     python benchmarks/bench_multirank.py [--steps 30]
 
 Runs `npu-sim launch --nproc 2` (and `npu-sim run` for one rank) on this script in worker roles and
-prints one table. Allreduce: float32 tensors of 1, 16 and 64 MiB, sum, median of --steps runs after
-a warm-up; algorithm bandwidth = bytes / time, bus bandwidth = 2 (n - 1) / n times that (what
-a ring moves per rank). Step time: a 784-512-512-10 MLP with NPUDistributedOptimizer (plain SGD,
+prints one table. Allreduce: float32 tensors of 1, 16 and 64 MiB, sum, built twice in the same
+two ranks: as hccl_ops.allreduce builds it now, and with TensorFlow's default ring subdivision
+(max_subdivs_per_device -1, how it was built before); the two alternate size by size in --rounds
+rounds, each figure the median of --steps runs after a warm-up, best round kept. Algorithm
+bandwidth = bytes / time, bus bandwidth = 2 (n - 1) / n times that (what a ring moves per rank).
+benchmarks/bench_allreduce_knobs.py measures the other settings and the send/recv floor. Step time: a 784-512-512-10 MLP with NPUDistributedOptimizer (plain SGD,
 batch 128 per rank, so 2 ranks train on twice the data per step), median step of --steps after
 warm-up, NpuOptimizer on, as a migrated script runs.
 """
@@ -24,7 +27,33 @@ SIZES_MIB = (1, 16, 64)
 MARK = "BENCH_RESULT "
 
 
-def _worker(role, steps):
+def _allreduce_ops(tf, hccl_ops):
+    """{"<variant> <size>": scalar fetch}; "before" built with TensorFlow's default ring subdivision."""
+    from npu_sim_bridge.runtime.hccl import collectives
+
+    tuned = collectives.MAX_SUBDIVS_PER_DEVICE
+    ops = {}
+    for variant, subdivs in (("before", -1), ("after", tuned)):
+        collectives.MAX_SUBDIVS_PER_DEVICE = subdivs
+        for size in SIZES_MIB:
+            out = hccl_ops.allreduce(tf.Variable(tf.ones([size * MIB // 4])), "sum")
+            ops[f"{variant} {size}"] = tf.reduce_sum(out[:1])  # fetch a scalar, not the tensor
+    collectives.MAX_SUBDIVS_PER_DEVICE = tuned
+    return ops
+
+
+def _measure(sess, op, steps):
+    for _ in range(3):
+        sess.run(op)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        sess.run(op)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _worker(role, steps, rounds):
     import numpy as np
     from npu_bridge.npu_init import (NPUDistributedOptimizer, get_rank_id, get_rank_size,  # noqa: F401
                                      npu_config_proto, tf)
@@ -32,25 +61,24 @@ def _worker(role, steps):
 
     result = {"rank": get_rank_id(), "size": get_rank_size()}
     if role == "allreduce":
-        ops = {size: hccl_ops.allreduce(tf.Variable(tf.ones([size * MIB // 4])), "sum") for size in SIZES_MIB}
-        ops = {size: tf.reduce_sum(out[:1]) for size, out in ops.items()}  # fetch a scalar, not the tensor
-    else:
-        x = tf.constant(np.random.RandomState(0).rand(128, 784).astype(np.float32))
-        y = tf.constant(np.random.RandomState(1).randint(0, 10, 128))
-        hidden = tf.layers.dense(tf.layers.dense(x, 512, tf.nn.relu), 512, tf.nn.relu)
-        loss = tf.losses.sparse_softmax_cross_entropy(y, tf.layers.dense(hidden, 10))
-        ops = {"step": NPUDistributedOptimizer(tf.train.GradientDescentOptimizer(0.01)).minimize(loss)}
+        ops = _allreduce_ops(tf, hccl_ops)
+        with tf.Session(config=npu_config_proto()) as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(rounds):
+                for size in SIZES_MIB:
+                    for variant in ("before", "after"):
+                        name = f"{variant} {size}"
+                        result[name] = min(result.get(name, float("inf")), _measure(sess, ops[name], steps))
+        print(MARK + json.dumps(result), flush=True)
+        return
+    x = tf.constant(np.random.RandomState(0).rand(128, 784).astype(np.float32))
+    y = tf.constant(np.random.RandomState(1).randint(0, 10, 128))
+    hidden = tf.layers.dense(tf.layers.dense(x, 512, tf.nn.relu), 512, tf.nn.relu)
+    loss = tf.losses.sparse_softmax_cross_entropy(y, tf.layers.dense(hidden, 10))
+    step = NPUDistributedOptimizer(tf.train.GradientDescentOptimizer(0.01)).minimize(loss)
     with tf.Session(config=npu_config_proto()) as sess:
         sess.run(tf.global_variables_initializer())
-        for name, op in ops.items():
-            for _ in range(3):
-                sess.run(op)
-            times = []
-            for _ in range(steps):
-                start = time.perf_counter()
-                sess.run(op)
-                times.append(time.perf_counter() - start)
-            result[str(name)] = statistics.median(times)
+        result["step"] = _measure(sess, step, steps)
     print(MARK + json.dumps(result), flush=True)
 
 
@@ -64,24 +92,36 @@ def _run(args):
     return sorted(results, key=lambda result: result["rank"])
 
 
+def _tuned_subdivs():
+    from npu_sim_bridge.runtime.hccl import collectives
+
+    return collectives.MAX_SUBDIVS_PER_DEVICE
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3, help="allreduce: interleaved rounds, best kept")
     parser.add_argument("--role", choices=("allreduce", "model"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role:
-        _worker(args.role, args.steps)
+        _worker(args.role, args.steps, args.rounds)
         return
-    steps = ["--", HERE, "--steps", str(args.steps), "--role"]
+    steps = ["--", HERE, "--steps", str(args.steps), "--rounds", str(args.rounds), "--role"]
     allreduce = _run(["launch", "--nproc", "2", *steps, "allreduce"])
     one = _run(["run", HERE, "--steps", str(args.steps), "--role", "model"])[0]
     two = _run(["launch", "--nproc", "2", *steps, "model"])
     print("hccl allreduce (sum, float32), 2 ranks on localhost, TensorFlow collective ops over gRPC")
-    print(f"{'size':>8} {'time (ms)':>10} {'algbw (MB/s)':>13} {'busbw (MB/s)':>13}")
+    print(f"before: TensorFlow's default ring subdivision; after: max_subdivs_per_device "
+          f"{_tuned_subdivs()} (best of {args.rounds} interleaved rounds)")
+    print(f"{'size':>8} {'time before':>12} {'time after':>11} {'algbw before':>13} {'algbw after':>12} "
+          f"{'busbw after':>12} {'after/before':>13}")
+    print(f"{'':>8} {'(ms)':>12} {'(ms)':>11} {'(MB/s)':>13} {'(MB/s)':>12} {'(MB/s)':>12}")
     for size in SIZES_MIB:
-        seconds = max(result[str(size)] for result in allreduce)
-        algbw = size * MIB / seconds / 1e6
-        print(f"{size:>5} MiB {seconds * 1e3:>10.1f} {algbw:>13.0f} {algbw * 2 * (2 - 1) / 2:>13.0f}")
+        before, after = (max(result[f"{variant} {size}"] for result in allreduce) for variant in ("before", "after"))
+        algbw_before, algbw_after = size * MIB / before / 1e6, size * MIB / after / 1e6
+        print(f"{size:>5} MiB {before * 1e3:>12.1f} {after * 1e3:>11.1f} {algbw_before:>13.0f} {algbw_after:>12.0f} "
+              f"{algbw_after * 2 * (2 - 1) / 2:>12.0f} {algbw_after / algbw_before:>12.2f}x")
     step_two = max(result["step"] for result in two)
     print("\nMLP 784-512-512-10 training step, batch 128 per rank, NPUDistributedOptimizer")
     print(f"{'ranks':>5} {'step (ms)':>10} {'samples/s':>10}")

@@ -35,6 +35,11 @@ _SUPPORTED = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int6
 _GRADIENT = "NpuSimHcclAllReduce"
 EXEC_TIMEOUT_ENV = "HCCL_EXEC_TIMEOUT"
 DEFAULT_EXEC_TIMEOUT = 1836.0  # seconds, HCCL's default
+# The ring all-reduce cuts each rank's share of a tensor into up to this many pieces of at most 4 MiB
+# (TensorFlow's default, -1, means 2): a 64 MiB all-reduce across 2 ranks then moves 4 MiB pieces, not
+# 16 MiB ones, at 2-3x the bandwidth and a third less CPU (benchmarks/bench_allreduce_knobs.py).
+# Read when an op is built; tensors of 16 MiB or less across 2 ranks are cut as before.
+MAX_SUBDIVS_PER_DEVICE = 16
 
 _instance_keys = {}  # counter name (a group key, or a send/receive channel) -> itertools.count
 _instance_lock = threading.Lock()
@@ -97,7 +102,7 @@ def _reduce(tensor, merge_op, group_size, group_key, name):
         return tf.raw_ops.CollectiveReduceV2(
             input=tensor, group_size=group_size, group_key=group_key,
             instance_key=_next_instance_key(group_key), ordering_token=[], merge_op=merge_op,
-            final_op="Id", timeout_seconds=_timeout(), name=name)
+            final_op="Id", timeout_seconds=_timeout(), max_subdivs_per_device=MAX_SUBDIVS_PER_DEVICE, name=name)
 
 
 @ops.RegisterGradient(_GRADIENT)
