@@ -70,7 +70,9 @@ def keep(png):
         shutil.copy(png, folder)
 
 
-@pytest.mark.parametrize("nodes, spread", [(68, 16), (1000, 32), (10000, 40)])
+# The page opens on the body of the largest GeOp at a readable zoom, not on the whole graph shrunk to fit:
+# a synthetic graph (a chain of blocks) fills the window's height as a column of readable boxes.
+@pytest.mark.parametrize("nodes, spread", [(68, 16), (1000, 20), (10000, 20)])
 def test_screenshot_of_the_picture_is_drawn_across_the_window(tmp_path, nodes, spread):
     html, data = picture(tmp_path, nodes)
     assert abs(data["totals"]["nodes"] - nodes) <= 10

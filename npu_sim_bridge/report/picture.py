@@ -1,25 +1,50 @@
 """The standalone HTML picture of a rewritten graph: name scopes that open and close, GeOps as boxes (no network).
 
-The page groups nodes by name scope; each GeOp is a box holding its body's scopes. It opens with as
-many groups expanded as keep the picture readable (about 80 boxes), and a click opens or closes a
-group. Edges between two boxes are bundled into one arrow whose width grows with the number of edges
-it carries. The page lays out what is open (layered, left to right, each open group laid out inside
-its frame), so even a 10k-node graph draws only what is on screen. Fill: list colour (white, black,
-gray; light blue for ops with no list). Border: device (green) or host (orange). GeOp boxes and
-frames carry the GeOp's colour. Search ranks exact names first; `page.html#q=NAME` opens at a node.
+The page groups nodes by name scope; each GeOp is a box holding its body's scopes. A graph with GeOps
+opens on the body of its largest GeOp (the model's layers, down to their ops, at a readable zoom);
+one without opens its largest groups while the picture fits. A click opens or closes a group. The
+layout is layered from top to bottom (picture_layout.js); edges between two boxes are bundled into
+one arrow routed through the gaps of the rows it crosses. Fill: list colour (white, black, gray;
+light blue for ops with no list), or the estimated time per step when the rows carry "npu_us"
+(with "npu_unit"). Border: device (green) or host (orange). Search ranks exact names first; a node
+a fusion removed finds its fused op (data["fused"]); `page.html#q=NAME` opens at a node and
+`#colour=time` in the time colours.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from importlib import resources
+
+# The page's script, in this order, inside one function scope (picture.html): each file uses the names before it.
+SCRIPTS = ("picture_layout.js", "picture_draw.js", "picture_legend.js", "picture.js")
+_FUSED_INTO = re.compile(r"fused into (\S+) \(")
+_RUNS_INSIDE = re.compile(r"runs inside (\S+), as ")
 
 
 def render_html(data: dict) -> str:
     """The page for views.picture_data() output."""
-    template = resources.files("npu_sim_bridge.report").joinpath("picture.html").read_text(encoding="utf-8")
-    script = resources.files("npu_sim_bridge.report").joinpath("picture.js").read_text(encoding="utf-8")
+    folder = resources.files("npu_sim_bridge.report")
+    template = folder.joinpath("picture.html").read_text(encoding="utf-8")
+    script = "\n".join(folder.joinpath(name).read_text(encoding="utf-8") for name in SCRIPTS)
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return (template.replace("__TITLE__", html.escape(str(data.get("graph", "graph"))))
             .replace("__SCRIPT__", script).replace("__DATA__", payload))
+
+
+def fused_away(report, drawn: set[str]) -> dict[str, str]:
+    """name -> the drawn node that runs it, for each node of the report a fusion removed (its reason says
+    "fused into X (...)", and "runs inside Y" when X was fused again): what search lands on."""
+    if report is None:
+        return {}
+    found = {}
+    for name in report.nodes:
+        if name in drawn:
+            continue
+        text = report.nodes[name].reason or ""
+        match = _RUNS_INSIDE.search(text) or _FUSED_INTO.search(text)
+        if match and match.group(1) in drawn:
+            found[name] = match.group(1)
+    return found

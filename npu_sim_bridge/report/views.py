@@ -132,7 +132,10 @@ def body_key(geop: str, name: str) -> str:
 
 
 def picture_data(report, graph_def) -> dict:
-    """What the page draws: nodes with their decisions, the name-scope groups (GeOps first), edges, totals."""
+    """What the page draws: nodes with their decisions, the name-scope groups (GeOps first), edges, totals,
+    and the nodes fusions removed (name -> the fused node that runs it)."""
+    from npu_sim_bridge.report.picture import fused_away
+
     nodes, edges = display_graph(graph_def)
     index = {key: position for position, (key, _, _, _) in enumerate(nodes)}
     links = sorted({(index[a], index[b], control) for a, b, control in edges
@@ -155,6 +158,7 @@ def picture_data(report, graph_def) -> dict:
         return found
 
     in_bodies = {name: geop for _, name, _, geop in nodes if geop}
+    estimates = report.estimate["nodes"] if report is not None and getattr(report, "estimate", None) else None
     rows = []
     for key, name, op, geop in nodes:
         decision = report.nodes.get(name) if report is not None else None
@@ -171,11 +175,14 @@ def picture_data(report, graph_def) -> dict:
             "r": (f"keeps the name of {name} (in {in_bodies[name]}) for the caller" if twin
                   else decision.reason if decision else ""),
         })
+        if estimates is not None:  # the picture offers its "estimated time" colours
+            rows[-1]["npu_unit"], rows[-1]["npu_us"] = estimates.get(name, (None, None))
     counts = collections.Counter(row["l"] or "none" for row in rows)
     return {
         "graph": report.graph_id if report is not None else "graph",
         "nodes": rows, "groups": groups, "edges": [[a, b, 1 if control else 0] for a, b, control in links],
         "geops": geops,
+        "fused": fused_away(report, {row["n"] for row in rows}),
         "totals": {"nodes": len(rows), "edges": len(links), "groups": len(groups), "lists": dict(counts),
                    "placements": dict(collections.Counter(row["p"] or "-" for row in rows))},
         "warnings": list(report.warnings) if report is not None else [],

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import html
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -32,8 +35,8 @@ def find_chromium() -> str | None:
     return None
 
 
-def _command(chromium: str, url: str, profile: str, *flags: str) -> list[str]:
-    width, height = WINDOW
+def _command(chromium: str, url: str, profile: str, *flags: str, window: tuple[int, int] = WINDOW) -> list[str]:
+    width, height = window
     # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start. The virtual time budget lets
     # the page's requestAnimationFrame drawing finish before the capture.
     return [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--mute-audio",
@@ -41,13 +44,14 @@ def _command(chromium: str, url: str, profile: str, *flags: str) -> list[str]:
             f"--user-data-dir={profile}", f"--window-size={width},{height}", *flags, url]
 
 
-def _run(chromium: str, url: str, flag: str, timeout: float, tries: int) -> subprocess.CompletedProcess:
+def _run(chromium: str, url: str, flag: str, timeout: float, tries: int,
+         window: tuple[int, int] = WINDOW) -> subprocess.CompletedProcess:
     """Run Chromium on url with flag; a run past `timeout` seconds is killed with its group (its renderer
     and GPU processes too) and tried again, up to `tries`."""
     hung = []
     for _ in range(tries):
         with tempfile.TemporaryDirectory(prefix="npu_sim_chromium_") as profile, \
-                Child(_command(chromium, url, profile, flag)) as browser:
+                Child(_command(chromium, url, profile, flag, window=window)) as browser:
             try:
                 stdout, stderr = browser.process.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -70,11 +74,12 @@ def _last_words(browser: Child) -> str:
 
 
 def screenshot(chromium: str, html_path: str, png_path: str, fragment: str = "", timeout: float = TRY_SECONDS,
-               tries: int = TRIES) -> float:
-    """Capture the page as Chromium shows it at WINDOW; returns the seconds it took, any retried hang included."""
+               tries: int = TRIES, window: tuple[int, int] = WINDOW) -> float:
+    """Capture the page as Chromium shows it in a window of `window` (width, height) pixels; returns the
+    seconds it took, any retried hang included."""
     url = "file://" + os.path.abspath(html_path) + fragment
     started = time.perf_counter()
-    completed = _run(chromium, url, f"--screenshot={png_path}", timeout, tries)
+    completed = _run(chromium, url, f"--screenshot={png_path}", timeout, tries, window)
     if completed.returncode != 0 or not os.path.exists(png_path):
         raise RuntimeError(f"{chromium} could not capture {html_path} (exit {completed.returncode}): "
                            f"{completed.stderr[-2000:]}")
@@ -82,10 +87,20 @@ def screenshot(chromium: str, html_path: str, png_path: str, fragment: str = "",
 
 
 def dump_dom(chromium: str, html_path: str, fragment: str = "", timeout: float = TRY_SECONDS,
-             tries: int = TRIES) -> str:
-    """The page's DOM after its scripts ran (the picture records its first-draw time in data-render-ms)."""
+             tries: int = TRIES, window: tuple[int, int] = WINDOW) -> str:
+    """The page's DOM after its scripts ran (the picture records its first-draw time in data-render-ms,
+    and what the opening view shows in data-view: see view_state)."""
     url = "file://" + os.path.abspath(html_path) + fragment
-    completed = _run(chromium, url, "--dump-dom", timeout, tries)
+    completed = _run(chromium, url, "--dump-dom", timeout, tries, window)
     if completed.returncode != 0:
         raise RuntimeError(f"{chromium} could not load {html_path}: {completed.stderr[-2000:]}")
     return completed.stdout
+
+
+def view_state(dom: str) -> dict:
+    """What the picture's first view shows, as the page wrote it in data-view (picture_legend.js viewState):
+    zoom, label size in pixels, the boxes fully on screen by op type, the legend's width, the header's rows."""
+    found = re.search(r'data-view="([^"]*)"', dom)
+    if found is None:
+        raise RuntimeError("the page wrote no data-view: its script did not finish its first drawing")
+    return json.loads(html.unescape(found.group(1)))
