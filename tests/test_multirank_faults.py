@@ -15,7 +15,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from process_checks import assert_none_left  # noqa: E402
+from process_checks import assert_none_left, running  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "multirank_scripts", "fault.py")
@@ -112,3 +112,55 @@ def test_a_closed_stdout_does_not_hang_the_ranks(tmp_path):
     assert launcher.returncode == 0, stderr[-3000:]
     assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr
     assert all((tmp_path / f"rank{rank}.done").exists() for rank in (0, 1))  # both wrote all their lines
+
+
+def _free_port_base():
+    """A base port with the next one free too (two ranks), as `npu-sim launch` would pick."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            base = first.getsockname()[1]
+            if base >= 65535:
+                continue
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", base + 1))
+                except OSError:
+                    continue
+        return base
+    raise AssertionError("no two free ports in a row")
+
+
+def test_a_rank_started_by_hand_stops_when_its_peer_ended_while_it_waits(tmp_path):
+    """No launcher: the two ranks are started as a user starts them on two machines (RANK_ID, RANK_SIZE, a
+    port base). Rank 1 exits after the first all-reduce; rank 0, waiting in the second, stops in seconds,
+    not after HCCL_EXEC_TIMEOUT (600 s here), with one line naming rank 1 and its address."""
+    env = dict(_env(), RANK_SIZE="2", NPU_SIM_PORT_BASE=str(_free_port_base()))
+    ranks = []
+    for rank in (0, 1):  # output to files: each rank's `sleep 600` child holds them open
+        with open(tmp_path / f"out{rank}", "w") as out, open(tmp_path / f"err{rank}", "w") as err:
+            ranks.append(subprocess.Popen([sys.executable, "-m", "npu_sim_bridge", "run", SCRIPT, "exit0_later",
+                                           str(tmp_path)], env=dict(env, RANK_ID=str(rank)), stdout=out, stderr=err,
+                                          start_new_session=True))
+    try:
+        for rank in ranks:
+            rank.wait(timeout=GUARD)
+    finally:
+        for rank in ranks:
+            if rank.poll() is None:
+                os.killpg(rank.pid, signal.SIGKILL)
+    pids = _pids(tmp_path)
+    for pid in pids[1::2]:  # each rank's `sleep 600` child: a rank started by hand has no launcher to end it
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+    rank0_err, rank1_out, rank1_err = ((tmp_path / name).read_text() for name in ("err0", "out1", "err1"))
+    assert ranks[1].returncode == 0 and "first all-reduce gives 2.0" in rank1_out, rank1_err[-3000:]
+    assert ranks[0].returncode == 1, rank0_err[-3000:]
+    lines = [line for line in rank0_err.splitlines() if line.startswith("npu-sim:")]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"npu-sim: rank 1's server at 127.0.0.1:{int(env['NPU_SIM_PORT_BASE']) + 1} no longer accepts connections "
+        "(its process ended) while rank 0 waits for it in a collective; stopping rank 0"), rank0_err[-3000:]
+    assert "Traceback" not in rank0_err
+    assert_none_left(pids)

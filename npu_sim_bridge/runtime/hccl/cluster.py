@@ -15,13 +15,13 @@ Keras) gets that target and config, whatever the config it was given: a hook of
 session_hooks.py, after the opt-in NpuOptimizer hook of session.py, so both can be on. The
 server is started by the first such Session, which then waits (HCCL_CONNECT_TIMEOUT seconds,
 default 120) until every other rank's server accepts connections; under `npu-sim launch` a rank that
-ended meanwhile ends the wait at once, and so does it end a collective that waits for it (peer_exits.py). With RANK_SIZE 1 nothing here
+ended meanwhile ends the wait at once, and a rank that ended (launched or started by hand) ends a
+collective that waits for it within seconds (peer_exits.py). With RANK_SIZE 1 nothing here
 runs. A rank's collectives finish only once their data has been taken by the peers, so a rank that
 is done may exit without a closing barrier.
 """
 
 import os
-import socket
 import threading
 import time
 
@@ -86,7 +86,7 @@ def server():
                 f" ({error.message.splitlines()[0]}); the port is probably taken: choose another base with "
                 f"{ranktable.PORT_BASE_ENV} (npu-sim launch picks free ports itself)") from None
         _server = started
-    peer_exits.watch(rank_info.rank_id)  # under npu-sim launch: stop when waiting for a rank that ended
+    peer_exits.watch(rank_info)  # stop when waiting for a rank that ended (told by npu-sim launch, or seen)
     wait_for_peers(rank_info)
     return _server
 
@@ -112,7 +112,7 @@ def wait_for_peers(rank_info, timeout=None):
     deadline = time.monotonic() + timeout
     waiting = [rank for rank in range(rank_info.rank_size) if rank != rank_info.rank_id]
     while waiting:
-        waiting = [rank for rank in waiting if not _accepts(rank_info, rank)]
+        waiting = [rank for rank in waiting if not peer_exits.accepts(rank_info, rank)]
         if not waiting:
             return
         peer_exits.check_connect(rank_info.rank_id, waiting)
@@ -123,15 +123,6 @@ def wait_for_peers(rank_info, timeout=None):
                 "came up; start every rank with the same RANK_SIZE, RANK_TABLE_FILE and "
                 f"{ranktable.PORT_BASE_ENV}, or use `npu-sim launch`")
         time.sleep(0.1)
-
-
-def _accepts(rank_info, rank):
-    host, port = rank_info.hosts[rank], rank_info.port_base + rank
-    try:
-        with socket.create_connection((host, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
 
 
 def session_arguments(target, config):

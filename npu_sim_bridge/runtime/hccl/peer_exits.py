@@ -6,14 +6,27 @@ or in the connect until HCCL_CONNECT_TIMEOUT. `npu-sim launch` gives every rank 
 ($NPU_SIM_RANK_EXITS) and writes one file per rank that ends while others still run, saying how it
 ended (`record`). In a rank:
 - `check_connect(waiting)`: the connect raises at once, naming the rank that ended instead of coming up;
-- `watch(rank_id)`: a daemon thread that, once a peer has ended, stops this rank with one line on stderr
+- `watch(rank_info)`: a daemon thread that, once a peer has ended, stops this rank with one line on stderr
   (status 1) if a thread of this rank is in a Session run whose graph holds collective ops, that is,
   waits for the peer. A rank with other work left (saving, evaluating) goes on.
+
+Ranks started by hand (or on other hosts) have no launcher to tell them. There the thread asks the
+peers' TensorFlow servers themselves: while this rank waits in a collective it opens a TCP connection
+to every peer's server port (the port TensorFlow's gRPC runtime talks to) every POLL_SECONDS. A port
+that accepted connections once (every peer's did before the first Session ran: cluster.wait_for_peers)
+and refuses them, or cannot be reached, for GONE_SECONDS on end means the peer's process ended (its
+server lives as long as the process): the rank stops with one line naming the peer and its address.
+TensorFlow's own runtime offers nothing to wait on here: a collective's CancellationManager is
+cancelled only by the op's timeout (HCCL_EXEC_TIMEOUT), the gRPC channel to a peer reconnects
+silently instead of failing pending calls, and the coordination service's heartbeats are not started
+for a Session's master (only for TF2's eager cluster context). A rank that ends before its server
+ever came up cannot be told from one not started yet, so the connect waits HCCL_CONNECT_TIMEOUT there.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 import time
@@ -22,6 +35,8 @@ from npu_sim_bridge.runtime.hccl import ranktable
 
 EXITS_ENV = "NPU_SIM_RANK_EXITS"
 POLL_SECONDS = 0.25
+GONE_SECONDS = 2.0  # a peer's server refuses connections this long, while this rank waits for it: it ended
+_PROBE_TIMEOUT = 1.0
 _COLLECTIVE_OPS = frozenset({"CollectiveReduceV2", "CollectiveGatherV2", "CollectiveBcastSendV2",
                              "CollectiveBcastRecvV2", "CollectiveReduce", "CollectiveGather",
                              "CollectiveBcastSend", "CollectiveBcastRecv", "CollectiveAllToAllV2",
@@ -69,29 +84,56 @@ def check_connect(rank_id: int, waiting) -> None:
                 f"to it; every rank of the job must reach its collectives")
 
 
-def watch(rank_id: int) -> None:
+def watch(rank_info) -> None:
     """Start (once per process) the thread that stops this rank when it waits for a peer that ended."""
     global _watching
-    if not os.environ.get(EXITS_ENV):
-        return
     with _watch_lock:
         if _watching:
             return
         _watching = True
-    threading.Thread(target=_watch, args=(rank_id,), name="npu-sim-peer-exits", daemon=True).start()
+    threading.Thread(target=_watch, args=(rank_info,), name="npu-sim-peer-exits", daemon=True).start()
 
 
-def _watch(rank_id: int) -> None:
+def _watch(rank_info) -> None:
+    rank_id = rank_info.rank_id
+    peers = [rank for rank in range(rank_info.rank_size) if rank != rank_id]
+    refused_since: dict[int, float] = {}
     while True:
         time.sleep(POLL_SECONDS)
-        gone = ended()
-        if not gone or not _waits_in_collective():
+        if not _waits_in_collective():
+            refused_since.clear()
             continue
-        rank, how = min(gone.items())
-        sys.stderr.write(f"npu-sim: rank {rank} {how} while rank {rank_id} waits for it in a collective; "
-                         f"stopping rank {rank_id}\n")
-        sys.stderr.flush()
-        os._exit(1)  # the collective op blocks in TensorFlow's runtime: nothing else would end it
+        gone = ended()
+        if gone:
+            rank, how = min(gone.items())
+            _stop(f"rank {rank} {how} while rank {rank_id} waits for it in a collective; stopping rank {rank_id}")
+        now = time.monotonic()
+        for rank in peers:
+            if accepts(rank_info, rank, _PROBE_TIMEOUT):
+                refused_since.pop(rank, None)
+            else:
+                refused_since.setdefault(rank, now)
+        lost = sorted(rank for rank, since in refused_since.items() if now - since >= GONE_SECONDS)
+        if lost:
+            rank = lost[0]
+            _stop(f"rank {rank}'s server at {rank_info.address(rank)} no longer accepts connections (its process "
+                  f"ended) while rank {rank_id} waits for it in a collective; stopping rank {rank_id} (see rank "
+                  f"{rank}'s output for why it ended)")
+
+
+def _stop(line: str) -> None:
+    sys.stderr.write(f"npu-sim: {line}\n")
+    sys.stderr.flush()
+    os._exit(1)  # the collective op blocks in TensorFlow's runtime: nothing else would end it
+
+
+def accepts(rank_info, rank: int, timeout: float = 1.0) -> bool:
+    """Whether rank `rank`'s TensorFlow server accepts a TCP connection now."""
+    try:
+        with socket.create_connection((rank_info.hosts[rank], rank_info.port_base + rank), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def _waits_in_collective() -> bool:
