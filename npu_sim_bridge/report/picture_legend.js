@@ -66,6 +66,7 @@ function viewState() {
   }
   const legend = document.getElementById("legend"), bar = document.getElementById("bar");
   return {scale: S, labelPx: LABEL_PX * S, nodes, groups, inGeop, ops, focus: focus >= 0 ? G[focus].n : null,
+          focusSize: focus >= 0 ? [Math.round(UW[NN + focus]), Math.round(UH[NN + focus])] : null,
           width: innerWidth, barPx: top, barClipped: bar.scrollWidth > bar.clientWidth,
           legendOpen: !legend.classList.contains("closed"), legendPx: legendWidth(),
           legendClipped: legend.scrollWidth > legend.clientWidth, colour: colourMode,
