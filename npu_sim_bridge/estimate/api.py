@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping
 from npu_sim_bridge.estimate.hardware import hardware
 from npu_sim_bridge.estimate.shapes import infer_shapes, with_batch
 from npu_sim_bridge.estimate.step import StepEstimate, estimate_step
-from npu_sim_bridge.estimate.walk import walk
+from npu_sim_bridge.estimate.walk import step_nodes, walk
 
 
 def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str | None = None,
@@ -32,7 +32,7 @@ def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str
     fetch = list(fetches) if fetches is not None else list(default_fetches)
     graph_def, _ = with_batch(graph_def, batch)
     clock.lap("load")
-    shapes = infer_shapes(graph_def)
+    shapes = infer_shapes(graph_def, only=[node.name for node in step_nodes(graph_def, fetch)])
     clock.lap("shapes")
     parsed = from_any(options if options is not None else None)
     result = rewrite(graph_def, options, fetches=fetch if fetches is not None or fetch else None)
