@@ -11,6 +11,9 @@ advisor.py   the bottlenecks, their share of the step and what to do
 output.py    text, JSON and op_summary-style CSV
 calibrate.py fitting cube_efficiency and vector_traffic to the two measured throughputs
 api.py       estimate(graph, options, batch, soc)
+script.py    a TF1 script's first training step (graph, fetches, fed shapes, options), caught as it is issued
+annotate.py  every node's estimated unit and time in the rewrite's report, and the report files with them
+sweep.py     the model sweep at its usual training sizes and batches, with published 910 figures
 """
 
 
