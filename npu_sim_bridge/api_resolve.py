@@ -130,8 +130,10 @@ def _text(node, bound):
         return str(node.value)
     if isinstance(node, ast.JoinedStr):
         return "".join(_text(part, bound) for part in node.values)
-    if isinstance(node, ast.FormattedValue) and isinstance(node.value, ast.Name) and node.value.id in bound:
-        return str(bound[node.value.id])
+    if isinstance(node, ast.FormattedValue):
+        if isinstance(node.value, ast.Name) and node.value.id in bound:
+            return str(bound[node.value.id])
+        return "{" + ast.unparse(node.value) + "}"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _text(node.left, bound) + _text(node.right, bound)
     return "{" + ast.unparse(node) + "}"

@@ -147,47 +147,30 @@ def test_links_between_pages_resolve(tmp_path):
     assert checked > 20
 
 
-PYTHON_RUNNER = """
-import json, sys, traceback
+RUNNER = """
+import contextlib, io, json, shlex, sys, traceback
+blocks, commands = json.loads(sys.argv[1])
 failures = []
-for where, text in json.loads(sys.argv[1]):
+for where, text in blocks:  # each block as a script of its own: a fresh namespace
     try:
         exec(compile(text, where, "exec"), {"__name__": "__main__"})
     except BaseException:  # each block is reported, then the next one runs
         failures.append([where, traceback.format_exc(limit=-3)])
-print(json.dumps(failures))
-"""
-
-
-def test_the_pages_python_blocks_run(tmp_path):
-    """Each block runs as a script of its own (a fresh namespace), all in one process: one TensorFlow start."""
-    import json
-
-    blocks = [[f"{where}:{start}", text] for where, start, text in runnable("python")]
-    assert len(blocks) >= 3
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
-    done = subprocess.run([sys.executable, "-c", PYTHON_RUNNER, json.dumps(blocks)], cwd=str(tmp_path), env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    failures = json.loads(done.stdout.splitlines()[-1])
-    assert not failures, "\n".join(f"{where}: {error}" for where, error in failures)
-
-
-RUNNER = """
-import contextlib, io, json, shlex, sys
-sys.argv[0] = "npu-sim"
 from npu_sim_bridge.cli.main import main
 results = []
-for line in json.loads(sys.argv[1]):
+for line in commands:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = main(shlex.split(line)[1:])
+        try:
+            status = main(shlex.split(line)[1:])
+        except SystemExit as end:  # --version and --help end as the console script does
+            status = end.code or 0
     results.append([line, status, out.getvalue()])
-print(json.dumps(results))
+print(json.dumps([failures, results]))
 """
 
 
-def test_the_pages_npu_sim_commands_run(tmp_path):
+def npu_sim_commands():
     commands = []
     for where, start, text in runnable("sh"):
         for line in text.splitlines():
@@ -197,14 +180,35 @@ def test_the_pages_npu_sim_commands_run(tmp_path):
             assert command.startswith("npu-sim "), (
                 f"{where}:{start}: `{command}` is not an npu-sim command; mark the block {{.sh .no-run}}")
             commands.append(command)
-    assert len(commands) >= 4
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+    return commands
+
+
+@pytest.fixture(name="ran", scope="module")
+def ran_fixture(tmp_path_factory):
+    """The pages' python blocks, then their npu-sim commands, run in one child process (one TensorFlow start)."""
     import json
 
-    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(commands)], cwd=str(tmp_path), env=env,
-                          capture_output=True, text=True, timeout=300)
+    blocks = [[f"{where}:{start}", text] for where, start, text in runnable("python")]
+    commands = npu_sim_commands()
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps([blocks, commands])],
+                          cwd=str(tmp_path_factory.mktemp("blocks")), env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    for command, status, out in json.loads(done.stdout.splitlines()[-1]):
+    failures, results = json.loads(done.stdout.splitlines()[-1])
+    return blocks, failures, results
+
+
+def test_the_pages_python_blocks_run(ran):
+    blocks, failures, _ = ran
+    assert len(blocks) >= 3
+    assert not failures, "\n".join(f"{where}: {error}" for where, error in failures)
+
+
+def test_the_pages_npu_sim_commands_run(ran):
+    _, _, results = ran
+    assert len(results) >= 4
+    for command, status, out in results:
         assert status == 0 and out.strip(), f"`{command}` exited {status}"
 
 
