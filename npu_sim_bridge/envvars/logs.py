@@ -105,8 +105,12 @@ def log_rewrite(report) -> None:
     if not logger.isEnabledFor(logging.INFO):
         return
     summary = report.summary
-    logger.info("NpuOptimizer rewrote graph %s (item %s): %d nodes in, %d out, %.1f ms", report.graph_id,
-                report.item_id or "-", summary["nodes_before"], summary["nodes_after"], report.seconds * 1000)
+    counts = summary["counts"] or {}
+    logger.info("NpuOptimizer rewrote graph %s (item %s, role %s): %d nodes in the input graph, %d in the rewritten "
+                "graph (%d GeOps holding %d nodes, %d host ops), %.1f ms", report.graph_id, report.item_id or "-",
+                summary["role"] or "-", summary["nodes_before"], summary["nodes_after"], counts.get("geops", 0),
+                counts.get("inside_geops", 0), counts.get("outside_geops", summary["nodes_after"]),
+                report.seconds * 1000)
     for record in report.passes:
         stats = ", ".join(f"{key}={value}" for key, value in record.stats.items())
         logger.info("  pass %s: %s%s", record.name, "changed" if record.changed else "no change",
