@@ -10,13 +10,14 @@ const cv = document.getElementById("view"), cx = cv.getContext("2d");
 const HAS_TIME = N.some(n => "npu_us" in n);
 const groupUs = new Float64Array(G.length);
 N.forEach((n, i) => { if (n.npu_us > 0) for (const g of nchain[i]) groupUs[g] += n.npu_us; });
-let timeLow = Infinity, timeHigh = 0;
+let timeLow = Infinity, timeHigh = 0, groupLow = Infinity, groupHigh = 0;   // nodes and groups: a scale each
 N.forEach(n => { if (n.npu_us > 0) { timeLow = Math.min(timeLow, n.npu_us); timeHigh = Math.max(timeHigh, n.npu_us); } });
-for (let g = 0; g < G.length; g++) if (groupUs[g] > 0) timeHigh = Math.max(timeHigh, groupUs[g]);
+groupUs.forEach(us => { if (us > 0) { groupLow = Math.min(groupLow, us); groupHigh = Math.max(groupHigh, us); } });
 let colourMode = "lists";
-function heat(us) {          // light yellow (fastest) to dark red (slowest), on a log scale; gray: not timed
+function heat(us, group) {   // light yellow (fastest) to dark red (slowest), on a log scale; gray: not timed
   if (!(us > 0)) return "#eceff1";
-  const span = Math.log(timeHigh / timeLow) || 1, t = Math.min(1, Math.max(0, Math.log(us / timeLow) / span));
+  const low = group ? groupLow : timeLow, high = group ? groupHigh : timeHigh;
+  const span = Math.log(high / low) || 1, t = Math.min(1, Math.max(0, Math.log(us / low) / span));
   return `hsl(${Math.round(55 - 55 * t)},${Math.round(85 + 10 * t)}%,${Math.round(88 - 50 * t)}%)`;
 }
 function formatUs(us) { return us >= 1000 ? (us / 1000).toFixed(2) + " ms" : us.toFixed(us >= 10 ? 0 : 1) + " \u00b5s"; }
@@ -87,7 +88,7 @@ function drawNode(u, labels) {
 }
 function drawGroup(u, labels) {
   const g = u - NN, st = stats[g], geop = G[g].g;
-  cx.fillStyle = colourMode === "time" ? heat(groupUs[g]) : geop >= 0 ? TINT[geop] : "#fafafa";
+  cx.fillStyle = colourMode === "time" ? heat(groupUs[g], true) : geop >= 0 ? TINT[geop] : "#fafafa";
   roundRect(UX[u], UY[u], UW[u], UH[u], 7); cx.fill();
   cx.lineWidth = (geop >= 0 ? 3 : 1.5) / Math.min(1, S);
   cx.strokeStyle = geop >= 0 ? HALO[geop] : st.host && st.device ? "#7e57c2" : st.host ? BORDER.host : st.device ? BORDER.device : BORDER[""];

@@ -10,7 +10,8 @@ function legendRows() {
       `<div><span class="sw" style="background:${heat(0)};border-color:#78909c"></span>not run in the step (no estimate)</div>` +
       `<h4>time by unit</h4>` + Object.entries(byUnit).sort((a, b) => b[1] - a[1])
         .map(([unit, us]) => `<div>${esc(unit)}: ${formatUs(us)}</div>`).join("") +
-      `<div>a group shows the sum of its nodes; hover a node for its unit</div>`;
+      `<div>a closed group shows the sum of its nodes, on a scale of its own (${formatUs(groupLow)} to ` +
+      `${formatUs(groupHigh)}); hover or click a node for its unit</div>`;
   }
   const rows = [["<h4>fill: precision list</h4>"], ["white list (may run float16)", FILL.white, "#78909c"],
     ["black list (stays float32)", FILL.black, "#78909c"], ["gray list (follows its input)", FILL.gray, "#78909c"],
