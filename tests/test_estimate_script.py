@@ -147,3 +147,19 @@ def test_a_rewrite_report_carries_the_estimate_only_when_annotated():
     assert matmul["npu_unit"] == "cube" and matmul["npu_us"] > 0
     assert annotated["summary"]["estimate"]["step_ms"] == pytest.approx(step.step_us / 1e3, abs=1e-3)
     assert "estimated NPU step" in step.rewrite.report.to_text()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["estimate"], "give either GRAPH"),
+    (["estimate", "model.pb", "--script", "train.py"], "give either GRAPH"),
+    (["estimate", "--fetch", "loss", "--script", "train.py"], "--fetch is for GRAPH"),
+    (["estimate", "--script", "no_such_script.py"], "does not exist"),
+])
+def test_estimate_command_line_mistakes_say_what_to_do(argv, says, capsys, tmp_path, monkeypatch):
+    from npu_sim_bridge.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("")
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("npu-sim estimate: error:") and says in lines[0]
