@@ -50,8 +50,8 @@ def describe(dotted, value):
     """(status, note) for `dotted` (a path check reports) that resolved to `value`."""
     api = _api_name(dotted)
     stub = not_simulated(value)
-    if stub is not None:
-        return resolve.MISSING, f"not simulated: calling it raises NotImplementedError: {stub}"
+    if stub is not None:  # a call of it is missing (FileResolver.use); the import itself runs
+        return resolve.NO_EFFECT, f"not simulated: it imports, but calling it raises NotImplementedError: {stub}"
     if api.split(".")[0] == "tensorflow":
         return resolve.describe(api, value)
     if not isinstance(value, (types.FunctionType, type)):
@@ -235,6 +235,9 @@ class FileResolver:
         unusable = resolve.marker(value, "__npu_sim_unusable__")
         if called and unusable:
             return self._missing(dotted, unusable)  # what the script gets at this call
+        stub = not_simulated(value) if called else None
+        if stub is not None:
+            return self._missing(dotted, f"not simulated: calling it raises NotImplementedError: {stub}")
         if not isinstance(node, ast.Attribute):
             return None
         return Result(_api_name(dotted), *describe(dotted, value))

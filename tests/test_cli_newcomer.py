@@ -203,14 +203,19 @@ def test_check_reports_a_stub_as_missing_with_its_message(tmp_path, capsys):
     script = tmp_path / "train.py"
     script.write_text("from npu_bridge.estimator.npu import npu_plugin\n"
                       "npu_plugin.malloc_shared_memory('table', [10, 4], 0)\n"
-                      "npu_plugin.set_device_sat_mode(1)\n")
+                      "npu_plugin.set_device_sat_mode(1)\n"
+                      "from npu_bridge.estimator.npu.npu_plugin import init_rdma_pool\n")
     assert cli_main(["check", str(script), "--json"]) == 1
     apis = {entry["api"]: entry for entry in json.loads(capsys.readouterr().out)["apis"]}
     stub = apis["npu_bridge.estimator.npu.npu_plugin.malloc_shared_memory"]
-    assert stub["status"] == "missing" and stub["locations"] == [f"{script}:2"]
+    assert stub["status"] == "missing" and stub["locations"] == [f"{script}:2"]  # the call fails at run
     assert stub["note"].startswith("not simulated: calling it raises NotImplementedError: "
                                    "npu_plugin.malloc_shared_memory: RDMA")
     assert apis["npu_bridge.estimator.npu.npu_plugin.set_device_sat_mode"]["status"] == "provided"
+    imported = apis["npu_bridge.estimator.npu.npu_plugin.init_rdma_pool"]  # the import runs
+    assert imported["status"] == "accepted without effect"
+    assert imported["note"].startswith("not simulated: it imports, but calling it raises NotImplementedError: "
+                                       "npu_plugin.init_rdma_pool: RDMA")
 
 
 # ------------------------------------------------------------------------------------------ make demo
