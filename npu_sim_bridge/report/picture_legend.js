@@ -39,7 +39,7 @@ function fillLegend() {
   for (const [t, b] of [["device", BORDER.device], ["host", BORDER.host], ["a group with both", "#7e57c2"]]) {
     html += `<div><span class="sw" style="background:#fff;border-color:${b}"></span>${esc(t)}</div>`;
   }
-  html += `<h4>GeOps (device segments)</h4>` +
+  if (D.geops.length) html += `<h4>GeOps (device segments)</h4>` +
     D.geops.map((g, i) => `<div><span class="sw" style="background:${TINT[i]};border-color:${HALO[i]}"></span>${esc(g)}</div>`).join("");
   html += `<h4>reading it</h4><div>\u25b8 a closed name scope: click to open; \u25be an open one: click its title to close</div>` +
     `<div>data flows top to bottom; an arrow bundles every edge between two boxes, its number says how many</div>` +
