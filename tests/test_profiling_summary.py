@@ -78,6 +78,9 @@ def test_session_summary_csv_skips_warm_up_and_keeps_init_and_eval_apart(tmp_pat
     # Printed without --csv: the same rows after the lines naming the steps.
     status, out, _ = profile(capsys, str(tmp_path / "prof"), "--summary", "--skip", "1")
     assert status == 0 and len(list(csv.DictReader(io.StringIO(out[out.index("Model Name"):])))) == len(rows)
+    status, out, _ = profile(capsys, str(tmp_path / "prof"), "--summary", "--skip", "1", "--json")
+    summary = json.loads(out)["summary"]
+    assert status == 0 and len(summary["rows"]) == len(rows) and [s["step"] for s in summary["skipped"]] == [1]
 
 
 def test_the_run_writes_an_estimated_npu_track_once_per_graph_and_a_merged_trace(tmp_path, npu_config,
@@ -168,7 +171,8 @@ def test_estimator_summary_names_training_evaluation_and_checkpoint_runs(tmp_pat
     estimator.evaluate(input_fn, steps=2)
     assert len(glob.glob(str(tmp_path / "prof" / "*" / "trace_merged.json"))) == 2  # train and evaluate Sessions
     status, out, _ = profile(capsys, str(tmp_path / "prof"), "--csv", str(tmp_path / "ops.csv"), "--skip", "1")
-    assert status == 0 and "skipped (--skip 1, warm-up): training step(s) 8" in out
+    assert status == 0 and "skipped (--skip 1, warm-up): training step(s) 1:8" in out  # run 1, step 8
+    assert "runs: 1 = " in out and "; 2 = " in out
     rows = read_csv(tmp_path / "ops.csv")
     roles = {row["Model Name"] for row in rows}
     # The final save and the evaluation's restore; the readiness checks and the hooks' global step reads.

@@ -89,29 +89,32 @@ def to_csv(summary: OpSummary) -> str:
 
 
 def describe_steps(summary: OpSummary, skip: int) -> str:
-    """Which steps each role's rows sum, and which were skipped: the lines printed above or beside the CSV."""
-    lines = []
-    for role in sorted(summary.steps, key=_order):
-        picked = summary.steps[role]
-        runs = len({run for run, _ in picked})
-        lines.append(f"{role}: {len(picked)} step(s) {_steps_text(picked)}" + (f" in {runs} runs" if runs > 1 else ""))
+    """Which steps each role's rows sum, and which were skipped: the lines printed above or beside the CSV.
+    With several runs (Sessions) the steps are named "<run>:<step>" and a last line names the runs' folders."""
+    runs = sorted({run for picked in summary.steps.values() for run, _ in picked} | {run for run, _ in summary.skipped})
+    index = {run: number for number, run in enumerate(runs, 1)} if len(runs) > 1 else {}
+    lines = [f"{role}: {len(summary.steps[role])} step(s) {_steps_text(summary.steps[role], index)}"
+             for role in sorted(summary.steps, key=_order)]
     if summary.skipped:
-        lines.append(f"skipped (--skip {skip}, warm-up): training step(s) {_steps_text(summary.skipped)}")
+        lines.append(f"skipped (--skip {skip}, warm-up): training step(s) {_steps_text(summary.skipped, index)}")
     if TRAIN not in summary.steps:
         lines.append("no training step " + ("left after --skip" if summary.skipped else "in these traces")
                      + ": the rows are of other roles only")
     if "unknown" in summary.steps:
         lines.append("unknown: traces that do not record their role (written before roles were recorded, or "
                      "their fetches could not be resolved)")
+    if index:
+        lines.append("runs: " + "; ".join(f"{number} = {run}" for run, number in index.items()))
     return "\n".join(lines) + "\n"
 
 
-def _steps_text(pairs: list) -> str:
-    numbers = [str(step) for _, step in pairs]
+def _steps_text(pairs: list, index: dict) -> str:
+    numbers = [f"{index[run]}:{step}" if index else str(step) for run, step in pairs]
     return ", ".join(numbers[:12]) + (f", ... ({len(numbers) - 12} more)" if len(numbers) > 12 else "")
 
 
 def to_dict(summary: OpSummary, skip: int) -> dict:
     return {"columns": list(COLUMNS), "rows": summary.rows, "skip": skip,
-            "steps": {role: [step for _, step in picked] for role, picked in summary.steps.items()},
-            "skipped": [step for _, step in summary.skipped]}
+            "steps": {role: [{"run": run, "step": step} for run, step in picked]
+                      for role, picked in summary.steps.items()},
+            "skipped": [{"run": run, "step": step} for run, step in summary.skipped]}
