@@ -23,6 +23,8 @@ import importlib.machinery
 import sys
 import threading
 
+from npu_sim_bridge.graph.attr_names import HOOKS_MARK
+
 ALL_SESSIONS, ROUTING, GUARD = 10, 20, 30
 
 _SESSION_MODULE = "tensorflow.python.client.session"
@@ -56,7 +58,7 @@ def _apply(session, target, config):
 
 def _wrap(module) -> None:
     base = module.BaseSession
-    if getattr(base.__init__, "_npu_sim_hooks", False):
+    if getattr(base.__init__, HOOKS_MARK, False):
         return
     original = base.__init__
 
@@ -67,7 +69,7 @@ def _wrap(module) -> None:
         target, config = _apply(self, target, config)
         original(self, target, graph, config)
 
-    __init__._npu_sim_hooks = True
+    setattr(__init__, HOOKS_MARK, True)
     base.__init__ = __init__
 
 

@@ -77,3 +77,28 @@ def _view_index_matches_its_nodedefs():
     GraphView.to_graph_def = checked
     yield
     GraphView.to_graph_def = handed_over
+
+
+# The test files that start processes (the CLI, scripts, launched ranks), drive a browser or build big models
+# (Keras applications, ResNet-50, BERT): marked `slow`, so that `pytest -m "not slow"` is a fast loop while
+# `make test` (every test) runs them too. A new file of that kind goes on this list.
+SLOW_TEST_FILES = frozenset({
+    # processes
+    "test_api_cli.py", "test_ascend_env.py", "test_bad_inputs.py", "test_bisect.py", "test_bisect_faults.py",
+    "test_bisect_script.py", "test_check_keeps_behaviour.py", "test_cli_offline.py", "test_compare_explain.py",
+    "test_compare_msaccucmp.py", "test_estimate_script.py", "test_layout_runtimes.py", "test_multirank.py",
+    "test_multirank_faults.py", "test_multirank_launch.py", "test_npu_names_ops.py", "test_npu_names_script.py",
+    "test_ops_info.py", "test_profiling.py", "test_runtime_alias.py", "test_runtime_star_exports.py",
+    "test_tf1_contrib_rest.py", "test_tf1_families.py", "test_tf1_keras_attributes.py", "test_tf1_scripts.py",
+    # browsers
+    "test_browser.py", "test_picture_screenshots.py",
+    # big models
+    "test_dump_models.py", "test_estimate_anchors.py", "test_layout_cpu.py", "test_model_sweep.py", "test_models.py",
+    "test_partition_carry.py", "test_precision_templates.py",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_TEST_FILES:
+            item.add_marker(pytest.mark.slow)

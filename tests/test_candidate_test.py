@@ -4,7 +4,7 @@ from tensorflow.core.framework import graph_pb2, types_pb2
 
 from npu_sim_bridge.ops_info import load_library
 from npu_sim_bridge.passes.fusion.marks import FUSION_ATTR
-from npu_sim_bridge.passes.partition import support
+from npu_sim_bridge.passes import support
 
 FLOAT, STRING = types_pb2.DT_FLOAT, types_pb2.DT_STRING
 

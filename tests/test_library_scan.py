@@ -23,7 +23,7 @@ def _function(graph, name, calls=(), compiled=False, marked=None):
     relu = function.node_def.add(name="relu", op="Relu", input=[previous])
     relu.attr["T"].type = types_pb2.DT_FLOAT
     if marked:
-        relu.attr[marks.MARK_ATTR].s = marked.encode()
+        relu.attr[marks.PRECISION_ATTR].s = marked.encode()
     function.ret["y"] = "relu:activations:0"
     if compiled:
         function.attr["_XlaMustCompile"].b = True

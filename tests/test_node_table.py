@@ -12,7 +12,7 @@ import npu_sim_bridge  # noqa: F401  (loads the shim)
 from npu_sim_bridge.graph.table import NodeTable, main_dtype
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.native import entry
-from npu_sim_bridge.passes.base import SEEN_ATTR
+from npu_sim_bridge.graph.attr_names import SEEN_ATTR
 from npu_sim_bridge.testing.grappler import npu_only_config
 from npu_sim_bridge.report.model import node_dtype
 

@@ -12,7 +12,7 @@ from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 
 import npu_sim_bridge
 from npu_sim_bridge.graph.validate import validate_graph
-from npu_sim_bridge.passes.partition import GEOP_ATTR
+from npu_sim_bridge.graph.attr_names import GEOP_ATTR
 
 v1 = tf.compat.v1
 PARTITION = "placement,partition"

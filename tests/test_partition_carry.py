@@ -8,7 +8,8 @@ from npu_sim_bridge.graph.outline import function_library
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes import ItemInfo, PassContext
 from npu_sim_bridge.passes.pipeline import _run_one, selected_passes
-from npu_sim_bridge.passes.partition import pass_ as partition
+from npu_sim_bridge.passes.partition.carry import Proposed
+from npu_sim_bridge.passes.placement import pass_ as placement
 from npu_sim_bridge.report.model import Report
 from npu_sim_bridge.testing import models, zoo
 
@@ -53,11 +54,11 @@ def test_carried_proposal_equals_a_fresh_one(built, graph, mode):
     ctx = _before_partition(built[graph], from_dict(MODES[mode]))
     ctx.view.close_journal()
     functions = function_library(ctx.view)
-    carried = partition.carried_proposal(ctx, functions)
+    carried = placement.carried_proposal(ctx, functions)
     if carried is None:
         return  # the partition proposes again: nothing to compare
     names = [node.name for node in ctx.view.nodes()]
-    fresh = partition.fresh_proposal(ctx, names, functions, set())
+    fresh = placement.fresh_proposal(ctx, names, functions, set())
     assert list(carried.host.items()) == list(fresh.host.items())
     assert carried.segments == fresh.segments
     assert carried.bridges == fresh.bridges == []
@@ -66,8 +67,8 @@ def test_carried_proposal_equals_a_fresh_one(built, graph, mode):
 @pytest.mark.parametrize("graph", ["keras_cnn", "bert_small"])
 def test_the_default_pipeline_carries_the_proposal(built, graph):
     ctx = _before_partition(built[graph], from_dict(MODES["full sink, emulate"]))
-    assert ctx.result(partition.Proposed).journal.added  # precision inserted conversions
-    assert partition.carried_proposal(ctx, function_library(ctx.view)) is not None
+    assert ctx.result(Proposed).journal.added  # precision inserted conversions
+    assert placement.carried_proposal(ctx, function_library(ctx.view)) is not None
 
 
 def test_a_removed_node_makes_partition_propose_again(built):
@@ -75,7 +76,7 @@ def test_a_removed_node_makes_partition_propose_again(built):
     view = ctx.view
     view.add_node(node_def_pb2.NodeDef(name="unused_const", op="NoOp"))
     view.remove_node("unused_const")
-    assert partition.carried_proposal(ctx, function_library(view)) is None
+    assert placement.carried_proposal(ctx, function_library(view)) is None
 
 
 
@@ -94,7 +95,7 @@ def test_a_validated_graph_orders_the_carried_segments_by_its_ranks(built, mode,
 
     with monkeypatch.context() as patched:
         patched.setattr(carry, "topological_order", whole_order)
-        carried = partition.carried_proposal(ctx, functions)
+        carried = placement.carried_proposal(ctx, functions)
     assert carried is not None and len(carried.segments) >= 1
-    fresh = partition.fresh_proposal(ctx, [node.name for node in ctx.view.nodes()], functions, set())
+    fresh = placement.fresh_proposal(ctx, [node.name for node in ctx.view.nodes()], functions, set())
     assert carried.segments == fresh.segments

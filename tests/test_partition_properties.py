@@ -10,7 +10,7 @@ from tensorflow.core.framework import attr_value_pb2, types_pb2
 import npu_sim_bridge
 from npu_sim_bridge.graph.names import parse_input
 from npu_sim_bridge.graph.validate import validate_graph
-from npu_sim_bridge.passes.partition import GEOP_ATTR
+from npu_sim_bridge.graph.attr_names import GEOP_ATTR
 
 v1 = tf.compat.v1
 KINDS = ("add", "mul", "sub", "maximum", "tanh", "neg", "square", "py_func", "cond", "loop")
@@ -182,7 +182,7 @@ def test_units_of_single_nodes_link_as_the_general_way_does(case):
     must be those the consumer index gives, loop back edges left out."""
     from npu_sim_bridge.graph import GraphView, topological_order
     from npu_sim_bridge.graph.control_flow import Frames
-    from npu_sim_bridge.graph.validate import BACK_EDGE_OPS
+    from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
     from npu_sim_bridge.passes.partition import cluster
 
     graph, _ = _build(case[0])
@@ -191,7 +191,7 @@ def test_units_of_single_nodes_link_as_the_general_way_does(case):
     frames = Frames(view, order)
     units = cluster._Units(view, order, frames, set(frames.top_frames()))
     assert len(units.nodes) == len(order)
-    back_edge_sources = {name for name, op, _ in view.records() if op in BACK_EDGE_OPS}
+    back_edge_sources = {name for name, op, _ in view.records() if op in NEXT_ITERATION_OPS}
     assert units.succ == units._links(view, back_edge_sources)
 
 

@@ -12,7 +12,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 import npu_sim_bridge
 from npu_sim_bridge.config import from_dict
 from npu_sim_bridge.passes import ItemInfo, run_pipeline
-from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, MARK_ATTR
+from npu_sim_bridge.graph.attr_names import INSERTED_ATTR, PRECISION_ATTR
 
 HALF, FLOAT = types_pb2.DT_HALF, types_pb2.DT_FLOAT
 
@@ -92,7 +92,7 @@ def test_one_cast_per_producer_output_shared_by_consumers():
     assert report.nodes["log"].dtype_after == report.nodes["mean"].dtype_after == "float32"
     names = collections.Counter(node.name for node in inserted(graph_def))
     assert all(count == 1 for count in names.values())
-    assert all(node.attr[MARK_ATTR].s == b"allow_mix_precision:native" for node in inserted(graph_def))
+    assert all(node.attr[PRECISION_ATTR].s == b"allow_mix_precision:native" for node in inserted(graph_def))
     assert report.nodes["mm/NpuSimCast_0_float32"].reason == "inserted by precision: Cast of mm"
 
 

@@ -8,10 +8,10 @@ import numpy as np
 
 from npu_sim_bridge.bisect.outcome import BisectError, NodeInfo, Outcome
 from npu_sim_bridge.errors import NpuSimError
-from npu_sim_bridge.passes.fusion.marks import FUSED_BASE, FUSED_NODES_ATTR
+from npu_sim_bridge.graph.attr_names import FUSED_FROM_ATTR
+from npu_sim_bridge.graph.op_categories import PASS_FUSED_BASE_OPS, VARIABLE_VALUE_OPS
 
 _PRECISION_KEYS = ("precision_mode", "precision_mode_v2")
-_VARIABLE_OPS = frozenset({"VariableV2", "VarHandleOp", "Variable", "VarHandleOpV2"})
 
 
 def tensor_name(name: str) -> str:
@@ -58,7 +58,7 @@ class GraphTarget:
                 raise BisectError(f"--feed {feed}: the graph has no node {feed.rsplit(':', 1)[0]!r}"
                                   f"{_close(feed.rsplit(':', 1)[0], names)}")
             _check_feed_shape(feed, np.asarray(value), names[feed.rsplit(":", 1)[0]])
-        variables = sorted(n.name for n in self.graph_def.node if n.op in _VARIABLE_OPS)
+        variables = sorted(n.name for n in self.graph_def.node if n.op in VARIABLE_VALUE_OPS)
         if variables:
             frozen = _frozen(graph, [fetch.rsplit(":", 1)[0] for fetch in self.fetches])
             if frozen is None:
@@ -142,13 +142,13 @@ def _node_infos(report, graph_def) -> dict[str, NodeInfo]:
     bodies = [graph_def.node] + [function.node_def for function in graph_def.library.function]
     for body in bodies:
         for node in body:
-            if FUSED_NODES_ATTR in node.attr:
-                members = [value.decode().rpartition(":")[0] for value in node.attr[FUSED_NODES_ATTR].list.s]
+            if FUSED_FROM_ATTR in node.attr:
+                members = [value.decode().rpartition(":")[0] for value in node.attr[FUSED_FROM_ATTR].list.s]
                 members = list(dict.fromkeys(members + [node.name]))
                 for member in members:
                     groups[member] = tuple(m for m in members if m != member)
-                    if node.op in FUSED_BASE:  # a fused-away BiasAdd runs as part of the fused MatMul
-                        base[member] = FUSED_BASE[node.op]
+                    if node.op in PASS_FUSED_BASE_OPS:  # a fused-away BiasAdd runs as part of the fused MatMul
+                        base[member] = PASS_FUSED_BASE_OPS[node.op]
     return {name: NodeInfo(name, base.get(name, d.op), d.list, d.dtype_before, d.dtype_after, d.placement,
                            groups.get(name, ()))
             for name, d in report.nodes.items()}

@@ -23,7 +23,7 @@ import numpy as np
 
 from npu_sim_bridge.bisect.outcome import BisectError, NodeInfo, Outcome
 from npu_sim_bridge.childproc import Child, Deadline
-from npu_sim_bridge.passes.fusion.marks import FUSED_BASE
+from npu_sim_bridge.graph.op_categories import PASS_FUSED_BASE_OPS
 
 FORCE_ENV = "NPU_SIM_FORCE_OPTIONS"
 _PRECISION_KEYS = ("precision_mode", "precision_mode_v2")
@@ -127,7 +127,7 @@ def _nodes(report_dir: str) -> dict[str, NodeInfo]:
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)
         for node in report.get("nodes", []):
-            op = FUSED_BASE.get(node["op"], node["op"])
+            op = PASS_FUSED_BASE_OPS.get(node["op"], node["op"])
             nodes[node["name"]] = NodeInfo(node["name"], op, node.get("list"), node.get("dtype_before"),
                                            node.get("dtype_after"), node.get("placement"))
     return nodes

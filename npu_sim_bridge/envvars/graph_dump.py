@@ -27,9 +27,9 @@ from tensorflow.core.framework import graph_pb2
 
 from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.fileio import write_atomic
+from npu_sim_bridge.graph.attr_names import GEOP_ATTR
 from npu_sim_bridge.graph.inline import graph_input
 
-GEOP_ATTR = "_npu_sim_geop"
 FIRST, LAST, BUILD = "PreRunBegin", "PreRunAfterBuild", "Build"
 _sequence = itertools.count()
 _sequence_lock = threading.Lock()

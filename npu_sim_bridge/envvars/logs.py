@@ -18,13 +18,14 @@ import sys
 import time
 import warnings
 
+from npu_sim_bridge.graph.attr_names import ASCEND_ENV_MARK
+
 
 LOGGER_NAME = "npu_sim_bridge"
 DEFAULT_LEVEL = "3"  # error, CANN's default
 LEVELS = {"0": logging.DEBUG, "1": logging.INFO, "2": logging.WARNING, "3": logging.ERROR,
           "4": logging.CRITICAL + 10}
 _FORMAT = "[%(levelname)s] NPU_SIM(%(process)d,%(processName)s):%(asctime)s [%(module)s] %(message)s"
-_HANDLER_MARK = "_npu_sim_ascend_env"
 
 
 def apply_logging_environment(environ=None) -> logging.Handler | None:
@@ -43,7 +44,7 @@ def apply_logging_environment(environ=None) -> logging.Handler | None:
         return None
     logger = logging.getLogger(LOGGER_NAME)
     for handler in list(logger.handlers):  # one handler from the environment, even if applied twice
-        if getattr(handler, _HANDLER_MARK, False):
+        if getattr(handler, ASCEND_ENV_MARK, False):
             logger.removeHandler(handler)
     logger.setLevel(level)
     if to_stdout:
@@ -51,7 +52,7 @@ def apply_logging_environment(environ=None) -> logging.Handler | None:
     else:
         path = _plog_path(environ)
         handler = _PlogHandler(path, delay=True, encoding="utf-8") if path else logging.StreamHandler(sys.stderr)
-    setattr(handler, _HANDLER_MARK, True)
+    setattr(handler, ASCEND_ENV_MARK, True)
     handler.setFormatter(logging.Formatter(_FORMAT))
     logger.addHandler(handler)
     logger.propagate = False  # the Ascend variables say where the records go

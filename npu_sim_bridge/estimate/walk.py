@@ -8,6 +8,7 @@ import functools
 from npu_sim_bridge.estimate import ops as families
 from npu_sim_bridge.estimate.dtypes import FLOAT_TYPES, main_dtype, width, width_of_attr, width_of_name
 from npu_sim_bridge.estimate.ops import AICPU, CUBE, FREE, HOST, VECTOR, OpCall, Work
+from npu_sim_bridge.graph.attr_names import GEOP_ATTR
 from npu_sim_bridge.graph.names import node_name
 
 CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -253,7 +254,7 @@ def walk(graph_def, fetches, shapes, decisions, library, hw, batch) -> Walked:
     outer = _Resolver(by_name, {}, shapes)
     geops, boundaries, resolvers = [], [], {}
     for node in nodes:
-        if "_npu_sim_geop" in node.attr and "f" in node.attr:
+        if GEOP_ATTR in node.attr and "f" in node.attr:
             geops.append(node.name)
             resolvers[node.name] = walker.body(node.attr["f"].func.name, node.name, outer.inputs(node),
                                                outer_names=True)
@@ -275,7 +276,7 @@ def walk(graph_def, fetches, shapes, decisions, library, hw, batch) -> Walked:
         used = set()
         for node in nodes:
             for inp in node.input:
-                if node_name(inp) == geop and not inp.startswith("^") and "_npu_sim_geop" not in node.attr:
+                if node_name(inp) == geop and not inp.startswith("^") and GEOP_ATTR not in node.attr:
                     used.add(_port(inp))
                     if node.op not in families.NO_KERNEL:
                         splitters.append(node.name)
@@ -313,7 +314,7 @@ def _reaches(start, targets, by_name, step) -> bool:
         if name in targets:
             return True
         for nxt in consumers.get(name, ()):
-            if nxt not in seen and "_npu_sim_geop" not in by_name[nxt].attr:
+            if nxt not in seen and GEOP_ATTR not in by_name[nxt].attr:
                 seen.add(nxt)
                 stack.append(nxt)
     return False

@@ -1,15 +1,27 @@
-"""GraphDef helpers shared by every pass: tensor names, an indexed view, validation and ordering."""
+"""GraphDef helpers shared by every pass: tensor names, an indexed view, validation and ordering, and the
+names of the attributes the package writes (attr_names.py).
 
-from npu_sim_bridge.graph.names import TensorRef, parse_input, format_input, is_control_input
-from npu_sim_bridge.graph.view import GraphView
-from npu_sim_bridge.graph.validate import validate_graph, topological_order
+The names below are imported on first use, so that a module that needs only attr_names (the logging set-up
+that runs at `import npu_sim_bridge`) does not import TensorFlow through the view.
+"""
 
-__all__ = [
-    "TensorRef",
-    "parse_input",
-    "format_input",
-    "is_control_input",
-    "GraphView",
-    "validate_graph",
-    "topological_order",
-]
+import importlib
+
+_EXPORTS = {
+    "TensorRef": "names",
+    "parse_input": "names",
+    "format_input": "names",
+    "is_control_input": "names",
+    "GraphView": "view",
+    "validate_graph": "validate",
+    "topological_order": "validate",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from npu_sim_bridge.graph.names import node_name
-from npu_sim_bridge.graph.op_categories import ENTER_OPS, EXIT_OPS, MERGE_OPS, SWITCH_OPS  # noqa: F401 (re-exported)
-from npu_sim_bridge.graph.validate import BACK_EDGE_OPS, topological_order
+from npu_sim_bridge.graph.op_categories import ENTER_OPS, EXIT_OPS, MERGE_OPS, NEXT_ITERATION_OPS, SWITCH_OPS
+from npu_sim_bridge.graph.validate import topological_order
 from npu_sim_bridge.graph.view import GraphView
 
 ROOT = ""
@@ -42,7 +42,7 @@ class Frames:
     def _frame_from_inputs(self, view: GraphView, node) -> str:
         for text in node.input:
             producer = view.get(node_name(text))
-            if producer is None or producer.op in BACK_EDGE_OPS:
+            if producer is None or producer.op in NEXT_ITERATION_OPS:
                 continue
             frame = self._frame.get(producer.name, ROOT)
             if producer.op in EXIT_OPS:

@@ -24,11 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 
+from npu_sim_bridge.graph.attr_names import CONTROL_HUB_ATTR
 from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS, V1_CONTROL_FLOW_OPS
 
 HUB_OP = "NoOp"
 HUB_SCOPE = "npu_sim_control_hub"
-HUB_ATTR = "_npu_sim_control_hub"  # on every hub: how many nodes read it
 MIN_SHARED = 4  # control inputs a group must share (with two readers, 8 edges become 6)
 _LEFT_ALONE = V1_CONTROL_FLOW_OPS | FUNCTION_EDGE_OPS
 
@@ -49,7 +49,7 @@ class Hub:
 
     def node(self, device: str) -> node_def_pb2.NodeDef:
         return node_def_pb2.NodeDef(name=self.name, op=HUB_OP, input=self.inputs, device=device,
-                                    attr={HUB_ATTR: attr_value_pb2.AttrValue(i=len(self.readers))})
+                                    attr={CONTROL_HUB_ATTR: attr_value_pb2.AttrValue(i=len(self.readers))})
 
 
 def plan_hubs(place: Mapping[str, int], inputs: "Sequence[str | tuple[str, ...]]",

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import numpy
-
-if TYPE_CHECKING:
-    from npu_sim_bridge.graph.view import GraphView
 
 UNRANKED = float("-inf")  # the rank of a node added since validation last ranked the graph
 
@@ -87,7 +84,7 @@ class ConsumerIndex(Mapping):
 
     __slots__ = ("_view",)
 
-    def __init__(self, view: "GraphView"):
+    def __init__(self, view):  # the GraphView (view.py imports this module)
         self._view = view
 
     def get(self, name: str, default=None):

@@ -23,17 +23,28 @@ CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 # Ops whose func-valued attrs name bodies that run as part of the graph (dataset functions run on
 # the host input pipeline and are not among them).
 CALLING_OPS = FUNCTIONAL_CONTROL_FLOW_OPS | CALL_OPS
+# Ops that run a library function: the calling ops and SymbolicGradient.
+FUNCTION_RUNNING_OPS = CALLING_OPS | frozenset({"SymbolicGradient"})
 
 # --------------------------------------------------------------------------- graph edges and variables
 GRAPH_INPUT_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
 RUNTIME_OPS = frozenset({"_Arg", "_Retval", "_Recv", "_Send", "_HostRecv", "_HostSend",
                          "_DeviceArg", "_DeviceRetval"})
 FUNCTION_EDGE_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval"})
+# The executor's own nodes and the function edges: a step trace leaves them out.
+EXECUTOR_PLUMBING_OPS = FUNCTION_EDGE_OPS | frozenset({"_SOURCE", "_SINK", "NoOp"})
+# Where a value enters a graph or function body (precision starts its votes there), and where one leaves it.
+VALUE_SOURCE_OPS = frozenset({"_Arg", "_DeviceArg", "Const", "HostConst"}) | GRAPH_INPUT_OPS
+VALUE_SINK_OPS = frozenset({"_Retval", "_DeviceRetval"})
 VARIABLE_OPS = frozenset({
     "VarHandleOp", "_VarHandlesOp", "VariableV2", "Variable", "TemporaryVariable", "DestroyTemporaryVariable",
     "HashTable", "HashTableV2", "MutableHashTable", "MutableHashTableV2", "MutableHashTableOfTensors",
     "MutableHashTableOfTensorsV2", "MutableDenseHashTable", "MutableDenseHashTableV2",
 })
+# Variables proper (no tables): what a checkpoint restores.
+VARIABLE_VALUE_OPS = frozenset({"VariableV2", "VarHandleOp", "Variable", "VarHandleOpV2"})
+# Ref variables (TF1's VariableV2): their consumers hold references, not values.
+REF_VARIABLE_OPS = frozenset({"VariableV2", "Variable"})
 
 # --------------------------------------------------------------------------- host-only ops
 PY_FUNC_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
@@ -95,6 +106,11 @@ BATCH_NORM_OPS = frozenset({
     "FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3",
 })
 # The ops whose placement decides a model's speed: cube ops and batch norms, forward and backward.
+# The precision pass's float16 rounding as one kernel (native/npu_ops.cc): float32 in, float32 out holding exactly
+# what Cast(float32 -> float16) then Cast(float16 -> float32) give; it runs where the Casts it stands for run.
+ROUND_OP = "NpuSimRoundToFloat16"
+# The fused ops the fusion pass itself makes (its rules; Grappler's remapper makes the others above).
+PASS_FUSED_BASE_OPS = {"_FusedMatMul": "MatMul", "_FusedConv2D": "Conv2D"}
 HEAVY_OPS = CUBE_OPS | BATCH_NORM_OPS | frozenset(FUSED_BASE_OPS)
 
 

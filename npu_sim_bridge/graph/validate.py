@@ -20,9 +20,6 @@ from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.view import edges
 
-# Edges out of these ops close the loops of v1 while frames; they are the only legal cycles.
-BACK_EDGE_OPS = NEXT_ITERATION_OPS
-
 _MAX_NAMED = 8
 
 # (name, op, input strings) for every node, in GraphDef order.
@@ -61,7 +58,7 @@ def _kahn(names: list[str], pending: list[int], users: list[list[int]]) -> tuple
 def _order(records: Records) -> tuple[list[str], list[str]]:
     """Kahn's algorithm; ties keep GraphDef order. Returns (order, names left on a cycle)."""
     position = {name: i for i, (name, _, _) in enumerate(records)}
-    back_edge = {name for name, op, _ in records if op in BACK_EDGE_OPS}
+    back_edge = {name for name, op, _ in records if op in NEXT_ITERATION_OPS}
     pending = [0] * len(records)
     users: list[list[int]] = [[] for _ in records]
     for index, (_, _, inputs) in enumerate(records):
@@ -90,7 +87,7 @@ def _order_view(view) -> tuple[list[str], list[str]]:
     users: list = [()] * len(names)
     for producer, consumers in view.consumer_index().items():
         where = position.get(producer)
-        if where is None or not consumers or ops[where] in BACK_EDGE_OPS:
+        if where is None or not consumers or ops[where] in NEXT_ITERATION_OPS:
             continue
         users[where] = [position[consumer] for consumer in edges(consumers)]  # one per edge, as pending counts
     counts = Counter(itertools.chain.from_iterable(users))  # edges into each node, counted in C
@@ -104,7 +101,7 @@ def _runs_forward(ops: list[str], position: "Mapping[str, int]", consumers: "dic
     at = position.__getitem__
     for producer, users in consumers.items():
         where = position.get(producer)
-        if where is None or not users or ops[where] in BACK_EDGE_OPS:
+        if where is None or not users or ops[where] in NEXT_ITERATION_OPS:
             continue
         if (at(users) if users.__class__ is str else min(map(at, users))) <= where:
             return False
@@ -272,6 +269,6 @@ def _ordering_producers(view, name: str, where: str, allow_external: frozenset[s
         if producer not in view:
             if producer not in allow_external:
                 raise GraphValidationError(f"{where}: inputs name missing nodes: {name} <- {producer}")
-        elif view.op(producer) not in BACK_EDGE_OPS:
+        elif view.op(producer) not in NEXT_ITERATION_OPS:
             producers.append(producer)
     return producers

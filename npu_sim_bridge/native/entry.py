@@ -21,9 +21,9 @@ from tensorflow.core.framework import attr_value_pb2, graph_pb2, tensor_pb2, typ
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_sim_bridge.errors import ConfigError, NpuSimError
+from npu_sim_bridge.graph.attr_names import OPTIONS_ATTR, SEEN_ATTR
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.table import NodeTable
-from npu_sim_bridge.passes.base import SEEN_ATTR
 
 logger = logging.getLogger("npu_sim_bridge")
 
@@ -32,7 +32,6 @@ ERROR_PREFIX = "NpuOptimizer: "
 NPU_OPTIMIZER = "NpuOptimizer"
 # Which NpuOptimizer options rewrote a graph: a digest on the graph's first node, so that a second
 # custom_optimizers entry with other options is told apart from Grappler's second iteration.
-OPTIONS_ATTR = "_npu_sim_options"
 # What the run says when even the error graph cannot be built: ASCII only, nothing computed.
 FALLBACK_MESSAGE = (ERROR_PREFIX + "the rewrite failed and its error could not be turned into a message "
                     "(see the log); the graph is not run")

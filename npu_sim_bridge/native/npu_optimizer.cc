@@ -73,9 +73,9 @@ using tensorflow::grappler::Cluster;
 using tensorflow::grappler::CustomGraphOptimizer;
 using tensorflow::grappler::GrapplerItem;
 
-constexpr char kSeenAttr[] = "_npu_sim_seen";       // passes/base.py SEEN_ATTR
+constexpr char kSeenAttr[] = "_npu_sim_seen";       // graph/attr_names.py SEEN_ATTR (the Python names' one module)
 constexpr char kErrorScope[] = "npu_sim_error/";     // native/entry.py ERROR_SCOPE
-constexpr char kOptionsAttr[] = "_npu_sim_options";  // native/entry.py OPTIONS_ATTR
+constexpr char kOptionsAttr[] = "_npu_sim_options";  // graph/attr_names.py OPTIONS_ATTR
 constexpr char kRegisteredName[] = "NpuOptimizer";   // native/entry.py NPU_OPTIMIZER
 constexpr char kEntryModule[] = "npu_sim_bridge.native.entry";
 constexpr char kEntryFunction[] = "optimize";

@@ -1,20 +1,21 @@
-"""The pass contract: a pass reads and edits the shared GraphView and says what it changed."""
+"""The pass contract: a pass reads and edits the shared GraphView and says what it changed, and declares the
+typed results (results.py) it requires from the passes before it and those it produces for the passes after it.
+
+`check_requirements` and `check_products` hold the passes to what they declare: a result a pass requires that
+the pass which produces it did not publish is an internal error naming both (it would otherwise read as None
+and change the rewrite silently)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, ClassVar, TypeVar
 
+from npu_sim_bridge.errors import PassError
 from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.report.model import Report
 
 T = TypeVar("T")
-
-# Stamped by the pipeline on every node it has processed, in the graph and in the bodies of its
-# library functions; it shows in the executed graph and marks Grappler's later iterations.
-SEEN_ATTR = "_npu_sim_seen"
-
 
 @dataclasses.dataclass(frozen=True)
 class ItemInfo:
@@ -51,13 +52,13 @@ class PassContext:
     options: Any          # npu_sim_bridge.config.Options
     item: ItemInfo
     report: Report
-    cache: dict[str, Any] = dataclasses.field(default_factory=dict)
     results: dict[type, Any] = dataclasses.field(default_factory=dict)
     table: NodeTable | None = None   # the graph's columns as it came
     library_edited: bool = False     # a pass that may edit library functions has run (GraphPass.edits_library)
     # The result types the passes still to run read (GraphPass.reads), set by the pipeline before each
     # pass; None where no pipeline says (every result is then kept).
     later_reads: frozenset | None = None
+    _ops_library: Any = None         # the operator library, loaded on first use (ops_library())
 
     def read_later(self, kind: type) -> bool:
         """Whether a pass still to run reads results of type `kind` (publishing one is otherwise no use,
@@ -94,12 +95,12 @@ class PassContext:
 
     def ops_library(self):
         """The operator library the options name (loaded once per pipeline run)."""
-        if "ops_library" not in self.cache:
+        if self._ops_library is None:
             from npu_sim_bridge.ops_info import load_library
 
             path = self.options.get("sim_ops_info_path") or None
-            self.cache["ops_library"] = load_library(path)
-        return self.cache["ops_library"]
+            self._ops_library = load_library(path)
+        return self._ops_library
 
 
 class GraphPass:
@@ -119,6 +120,11 @@ class GraphPass:
     # The types of the results of earlier passes that `run` reads (PassContext.result): the pipeline
     # keeps a published result only while a pass still to run reads it (`finish` finds none).
     reads: ClassVar[tuple[type, ...]] = ()
+    # Of `reads`, the results the pass cannot do without once the pass that produces them has run before it
+    # (with that pass not selected, `run` does without them, as its docstring says).
+    requires: ClassVar[tuple[type, ...]] = ()
+    # The results `run` publishes every time it runs, where a pass still to run reads them.
+    produces: ClassVar[tuple[type, ...]] = ()
 
     def wanted(self, options) -> bool:
         return True
@@ -128,3 +134,28 @@ class GraphPass:
 
     def finish(self, ctx: PassContext) -> None:
         """Called after every selected pass has run: complete this pass's report records from later decisions."""
+
+
+class PassContractError(PassError):
+    """A pass did not get, or did not publish, a result the passes declare (an internal error, not the user's)."""
+
+
+def check_requirements(graph_pass: GraphPass, ctx: PassContext, ran_before) -> None:
+    """Raise PassContractError when a result `graph_pass` requires is missing though a pass in `ran_before`
+    produces it."""
+    for kind in graph_pass.requires:
+        producers = [earlier.name for earlier in ran_before if kind in earlier.produces]
+        if producers and ctx.result(kind) is None:
+            raise PassContractError(graph_pass.name, (
+                f"internal error: it requires the {kind.__name__} result of pass {producers[-1]!r}, which ran "
+                f"before it and did not publish one"))
+
+
+def check_products(graph_pass: GraphPass, ctx: PassContext) -> None:
+    """Raise PassContractError when `graph_pass` ran without publishing a result it produces that a pass still
+    to run reads."""
+    for kind in graph_pass.produces:
+        if ctx.read_later(kind) and ctx.result(kind) is None:
+            raise PassContractError(graph_pass.name, (
+                f"internal error: it produces the {kind.__name__} result, which a later pass reads, and did not "
+                f"publish one"))

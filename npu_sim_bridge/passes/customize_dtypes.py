@@ -20,10 +20,10 @@ import re
 
 from npu_sim_bridge.config import jsonfile
 from npu_sim_bridge.errors import ConfigError
+from npu_sim_bridge.graph.attr_names import KEEP_DTYPE_ATTR
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
 
-KEEP_DTYPE_ATTR = "_keep_dtype"
 EXAMPLE = "dense/MatMul::InputDtype:float32,float32,OutputDtype:float32"
 _LINE = re.compile(r"^(?P<name>[^:\s][^\s]*?)::(?:(?P<type>[A-Za-z0-9_]+):)?(?P<rest>InputDtype:.*|OutputDtype:.*)$")
 _KEPT = ("float32", "float", "fp32", "dt_float")

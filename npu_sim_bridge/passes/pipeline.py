@@ -31,7 +31,7 @@ from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.validate import validate_graph
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.graph.attr_names import SEEN_ATTR
-from npu_sim_bridge.passes.base import GraphPass, ItemInfo, PassContext
+from npu_sim_bridge.passes.base import GraphPass, ItemInfo, PassContext, check_products, check_requirements
 from npu_sim_bridge.passes.results import PipelineResult
 from npu_sim_bridge.report.counts import graph_counts
 from npu_sim_bridge.report.model import PassRecord, Report
@@ -56,7 +56,8 @@ def _pass_classes() -> list[type[GraphPass]]:
     from npu_sim_bridge.passes.customize_dtypes import CustomizeDtypesPass
     from npu_sim_bridge.passes.dump import DumpPass
     from npu_sim_bridge.passes.fusion import FusionPass
-    from npu_sim_bridge.passes.partition import PartitionPass, PlacementPass
+    from npu_sim_bridge.passes.partition.pass_ import PartitionPass
+    from npu_sim_bridge.passes.placement import PlacementPass
     from npu_sim_bridge.passes.precision import PrecisionPass
 
     # fusion first (as the graph engine fuses before deciding precision), placement decides
@@ -170,7 +171,9 @@ def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> 
     ctx = PassContext(view=view, options=options, item=item, report=report, table=table)
     for index, graph_pass in enumerate(ran):
         ctx.later_reads = frozenset(kind for later in ran[index + 1:] for kind in later.reads)
+        check_requirements(graph_pass, ctx, ran[:index])
         _run_one(graph_pass, ctx)
+        check_products(graph_pass, ctx)
         ctx.keep_results(ctx.later_reads)
         if stage:
             stage(graph_dump.stage_name(graph_pass.name))

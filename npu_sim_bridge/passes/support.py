@@ -1,4 +1,8 @@
-"""The device-candidate test: small predicates, each naming why a node stays on the host, composed in order."""
+"""The device-candidate test: small predicates, each naming why a node stays on the host, composed in order.
+
+The capability check the fusion pass (a fused node must stay a device candidate) and the placement and partition
+passes read; it imports only the graph floor and the report's reasons, so each of them imports it at module level.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +12,15 @@ from typing import Callable, Iterable, Mapping
 from tensorflow.core.framework import function_pb2, node_def_pb2, types_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
+from npu_sim_bridge.graph.attr_names import FUSION_ATTR, WITHOUT_NPU_COMPILE_ATTR
 from npu_sim_bridge.graph.names import node_name
-from npu_sim_bridge.graph.op_categories import (  # noqa: F401 (re-exported for the pass modules)
-    CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS, VARIABLE_OPS, is_data_input,
-    is_queue, is_summary)
+from npu_sim_bridge.graph.op_categories import (
+    CHECKPOINT_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS, PASS_FUSED_BASE_OPS, PY_FUNC_OPS, RUNTIME_OPS, STRING_CARRIER_OPS,
+    ROUND_OP, VARIABLE_OPS, is_data_input, is_queue, is_summary)
 from npu_sim_bridge.graph.ports import called_by, function_attrs, has_port_of_type, port_key_of
-from npu_sim_bridge.passes.fusion.marks import FUSED_BASE, fused_base_op
-from npu_sim_bridge.passes.precision.marks import ROUND_OP
 from npu_sim_bridge.report.reasons import Reason, host
 
-WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"
 
-STRING_CARRIERS = STRING_CARRIER_OPS
 # Tensors of these dtypes may not cross a GeOp boundary (resource handles only from variable ops).
 BOUNDARY_DTYPES = {types_pb2.DT_STRING: "string", types_pb2.DT_VARIANT: "variant",
                    types_pb2.DT_RESOURCE: "resource"}
@@ -99,7 +100,7 @@ def variable(node, ctx):
 
 
 def string_op(node, ctx):
-    if node.op in STRING_CARRIERS:
+    if node.op in STRING_CARRIER_OPS:
         return None
     if has_port_of_type(node, types_pb2.DT_STRING, ctx.functions):
         return host("string_op", op=node.op)
@@ -120,7 +121,8 @@ def device_op_list(node, ctx):
         return None  # a direct function call: decided by function_bodies
     if ctx.ops_library.device_supported(node.op, mix_compile=ctx.mix_compile):
         return None
-    base = fused_base_op(node)  # made by the fusion pass: runs where the op it fused runs
+    # made by the fusion pass: runs where the op it fused runs
+    base = PASS_FUSED_BASE_OPS.get(node.op) if FUSION_ATTR in node.attr else None
     if node.op == ROUND_OP:  # the float16 emulation's rounding: runs where the Casts it stands for run
         base = "Cast"
     if base is not None and ctx.ops_library.device_supported(base, mix_compile=ctx.mix_compile):
@@ -201,7 +203,7 @@ class CandidateTest:
         decides = self._ports_decide.get(op)
         if decides is None:
             decides = self._ports_decide[op] = (
-                function_attrs(op) == () and op not in self.ctx.functions and op not in FUSED_BASE
+                function_attrs(op) == () and op not in self.ctx.functions and op not in PASS_FUSED_BASE_OPS
                 and op not in FUSED_BASE_OPS and op != "_UnaryOpsComposition")
         attrs = node.attr
         if not decides or node.name in self.ctx.fed or WITHOUT_NPU_COMPILE_ATTR in attrs:

@@ -77,9 +77,12 @@ class SessionProfiler:
         elif self._estimates is not None:
             found, error = self._estimates.get(graph, role.fetches, role.role)
             trace["metadata"].update(estimated.metadata(found, error))
-            starts = [event["ts"] for event in trace["traceEvents"] if event.get("ph") == "X"]
-            if found is not None and starts:
-                trace["traceEvents"].extend(estimated.estimate_events(found, min(starts), step, members))
+            measured: dict = {}
+            for event in trace["traceEvents"]:
+                if event.get("ph") == "X":
+                    measured[event["name"]] = min(event["ts"], measured.get(event["name"], event["ts"]))
+            if found is not None and measured:
+                trace["traceEvents"].extend(estimated.estimate_events(found, measured, step, members))
         path = os.path.join(self.folder, f"trace_step_{step}.json")
         self._save(path, lambda: write_atomic(path, json.dumps(trace), what="profiling trace"))  # no 0-byte file
         self.written.append(path)

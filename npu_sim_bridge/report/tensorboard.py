@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from tensorflow.core.framework import graph_pb2
 
+from npu_sim_bridge.graph.attr_names import GEOP_ATTR, SEGMENT_ATTR
 from npu_sim_bridge.graph.inline import graph_input
 
-GEOP_ATTR = "_npu_sim_geop"
-SEGMENT_ATTR = "_npu_sim_segment"
 NPU_DEVICE = "/job:localhost/replica:0/task:0/device:NPU:0"
 HOST_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 

@@ -16,9 +16,9 @@ import re
 import socket
 import time
 
+from npu_sim_bridge.graph.attr_names import GEOP_ATTR
 
 HIDDEN_SCOPE = "npu_sim_dump/"  # dump instrumentation: not drawn
-_GEOP_ATTR = "_npu_sim_geop"
 
 
 def write_views(base: str, report, before, after) -> list[str]:
@@ -70,7 +70,7 @@ def display_graph(graph_def) -> tuple[list[tuple[str, str, str, str]], list[tupl
     """
     functions = {f.signature.name: f for f in graph_def.library.function}
     geops = {node.name: functions.get(node.attr["f"].func.name) for node in graph_def.node
-             if _GEOP_ATTR in node.attr and "f" in node.attr}
+             if GEOP_ATTR in node.attr and "f" in node.attr}
     nodes = []
     outputs = {}   # (geop, output index) -> body node key
     for node in graph_def.node:
@@ -119,7 +119,7 @@ def drawn_counts(graph_def) -> tuple[int, int, int]:
     functions = {f.signature.name: f for f in graph_def.library.function}
     geops = inside = 0
     for node in graph_def.node:
-        if _GEOP_ATTR in node.attr and "f" in node.attr:
+        if GEOP_ATTR in node.attr and "f" in node.attr:
             body = functions.get(node.attr["f"].func.name)
             if body is not None:
                 geops += 1

@@ -17,9 +17,7 @@ import enum
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 
-WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"
-DO_NOT_REMOVE_ATTR = "_grappler_do_not_remove"
-KEEP_DTYPE_ATTR = "_keep_dtype"
+from npu_sim_bridge.graph.attr_names import DO_NOT_REMOVE_ATTR, KEEP_DTYPE_ATTR, WITHOUT_NPU_COMPILE_ATTR  # noqa: F401 (read from here too)
 
 
 class NpuExecutePlacement(enum.Enum):

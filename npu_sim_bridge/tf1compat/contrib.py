@@ -34,6 +34,7 @@ import warnings
 
 import tensorflow as tf
 
+from npu_sim_bridge.graph.attr_names import CONTRIB_BASES_KEY, CONTRIB_SHORT_NAME_KEY
 from npu_sim_bridge.tf1compat import (all_reduce, contrib_estimator, contrib_misc, contrib_more, contrib_paths,
                                      graph_matcher, rnn_more, seq2seq, slim)
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
@@ -211,8 +212,8 @@ class ContribModule(types.ModuleType):
 
     def __init__(self, short_name, names=None, bases=(), doc=None):
         super().__init__(f"tensorflow.contrib.{short_name}", doc)
-        self.__dict__["_npu_sim_short_name"] = short_name
-        self.__dict__["_npu_sim_bases"] = tuple(bases)
+        self.__dict__[CONTRIB_SHORT_NAME_KEY] = short_name
+        self.__dict__[CONTRIB_BASES_KEY] = tuple(bases)
         for name, value in (names or {}).items():  # a dict value is a submodule of its own names
             self.__dict__[name] = ContribModule(f"{short_name}.{name}", value, doc=f"tensorflow.contrib.{short_name}."
                                                 f"{name}") if isinstance(value, dict) else value
@@ -222,10 +223,10 @@ class ContribModule(types.ModuleType):
             return self.__dir__()
         if name.startswith("__"):
             raise AttributeError(name)
-        for base in self.__dict__["_npu_sim_bases"]:
+        for base in self.__dict__[CONTRIB_BASES_KEY]:
             if hasattr(base, name):
                 return getattr(base, name)
-        short_name = self.__dict__["_npu_sim_short_name"]
+        short_name = self.__dict__[CONTRIB_SHORT_NAME_KEY]
         qualified = f"{short_name}.{name}"
         deep = _deep_module(qualified)
         if deep is not None:
@@ -236,7 +237,7 @@ class ContribModule(types.ModuleType):
 
     def __dir__(self):
         names = {name for name in self.__dict__ if not name.startswith("_")}
-        for base in self.__dict__["_npu_sim_bases"]:
+        for base in self.__dict__[CONTRIB_BASES_KEY]:
             names.update(name for name in dir(base) if not name.startswith("_"))
         return sorted(names)
 

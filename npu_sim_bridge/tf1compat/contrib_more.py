@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning
-from npu_sim_bridge.tf1compat.view import python_view
+from npu_sim_bridge.tf1compat.python_view import python_view
 
 _V1 = tf.compat.v1
 _V2 = tf.compat.v2

@@ -1,7 +1,7 @@
 """TensorFlow 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped, and where they are now.
 
 Scripts reach TensorFlow's internals directly (`from tensorflow.python.framework import graph_util`,
-`control_flow_ops.cond`, `nest.is_sequence`). The TF1 view (view.PythonView) looks a name up here
+`control_flow_ops.cond`, `nest.is_sequence`). The TF1 view (python_view.PythonView) looks a name up here
 only when the real module lacks it, so TensorFlow 2.15's own names always win. Each entry is
 (where it is now, a function returning it); the text is what `npu-sim check` prints.
 """

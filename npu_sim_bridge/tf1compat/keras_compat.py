@@ -41,7 +41,7 @@ def _mixed_precision_experimental():
 
 def _impl_namespace():
     """tensorflow.python.keras._impl (TensorFlow 1.4-1.8's layout, gone by 1.15): its `keras` is Keras 2.15."""
-    from npu_sim_bridge.tf1compat.view import python_view
+    from npu_sim_bridge.tf1compat.python_view import python_view
 
     module = types.ModuleType("tensorflow.python.keras._impl", _impl_namespace.__doc__)
     module.keras = python_view(importlib.import_module("keras.src"))

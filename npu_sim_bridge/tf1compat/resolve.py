@@ -17,7 +17,9 @@ import io
 import types
 import warnings
 
+from npu_sim_bridge.graph.attr_names import VIEW_REAL_KEY, VIEW_ROOT_KEY
 from npu_sim_bridge.tf1compat import contrib, internals, view
+from npu_sim_bridge.tf1compat.python_view import PythonView
 
 PROVIDED = "provided"
 DIFFERENT = "provided with a difference"
@@ -79,8 +81,8 @@ def _served_by(parts):
         for index, part in enumerate(parts):
             if not isinstance(current, (types.ModuleType, type)):
                 break
-            if isinstance(current, view.PythonView):
-                real = current.__dict__["_npu_sim_real"]
+            if isinstance(current, PythonView):
+                real = current.__dict__[VIEW_REAL_KEY]
                 where = internals.where(real.__name__, part)
                 if where and not hasattr(real, part):
                     notes.append(f"{'.'.join(['tensorflow', *parts[:index + 1]])} is served by {where}")
@@ -130,12 +132,12 @@ def resolve_tensorflow(path, is_import=False):
 
     path = canonical(path)
     parent, _, name = path.rpartition(".")
-    source = f"from {parent} import {name}" if is_import and parent else f"import {path.split('.')[0]} as _npu_sim_root"
+    source = f"from {parent} import {name}" if is_import and parent else f"import {path.split('.')[0]} as {VIEW_ROOT_KEY}"
     was_on = hook.tf1_api_enabled()
     hook.enable_tf1_api(_RESOLVE_FILE, v1_behavior=False)  # names only: the process keeps its behaviour
     try:
         namespace = execute_import(ast.parse(source).body[0], _RESOLVE_FILE)
-        value = namespace[name] if is_import and parent else walk(namespace["_npu_sim_root"], path.split(".")[1:])
+        value = namespace[name] if is_import and parent else walk(namespace[VIEW_ROOT_KEY], path.split(".")[1:])
     except Exception as error:  # noqa: BLE001 - what the script would get is reported, not raised
         return MISSING, error_text(error)
     finally:

@@ -5,7 +5,7 @@ functions, arguments, default scopes and variable names (`Conv/weights`, `BatchN
 so TensorFlow 1.15 checkpoints load. One alias makes its batch_norm work on TensorFlow 2.15:
 tensorflow.python.layers.normalization loads its layer class lazily from `tf_keras`, a package
 TensorFlow 2.15 does not need; the same class is Keras 2.15's keras.src.legacy_tf_layers.normalization.
-And tf_slim's own modules see tensorflow.python through the TF1 view (view.PythonView), so the
+And tf_slim's own modules see tensorflow.python through the TF1 view (python_view.PythonView), so the
 TensorFlow 1.15 internals it uses (`ops.Tensor`) resolve as they do for scripts.
 """
 
@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import sys
 
-from npu_sim_bridge.tf1compat.view import python_view
+from npu_sim_bridge.tf1compat.python_view import python_view
 
 _loaded = False
 

@@ -50,7 +50,7 @@ class Instrumenter:
 
     def __init__(self, ctx: PassContext, folder: str):
         from npu_sim_bridge.passes.precision.decide import mode_info
-        from npu_sim_bridge.passes.precision.marks import MARK_ATTR, setting
+        from npu_sim_bridge.passes.precision.marks import PRECISION_ATTR, setting
 
         self.ctx = ctx
         self.view = ctx.view
@@ -60,7 +60,7 @@ class Instrumenter:
         self.npu_dtypes = ctx.result(NpuPortDtypes) or {}
         mode = mode_info(ctx.options)
         # Marked as precision-processed, so that Grappler's later runs on these bodies leave them alone.
-        self.marks = {MARK_ATTR: attr_value_pb2.AttrValue(s=setting(mode.mode, mode.emulate).encode())}
+        self.marks = {PRECISION_ATTR: attr_value_pb2.AttrValue(s=setting(mode.mode, mode.emulate).encode())}
         self.dump_on = bool(ctx.options.get("enable_dump"))
         self.check_on = bool(ctx.options.get("enable_dump_debug"))
         self.mode = ctx.options.get("dump_mode") or "output"

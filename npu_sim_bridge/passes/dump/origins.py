@@ -88,7 +88,7 @@ def ancestors(view, name: str) -> set[str]:
 
 def ref_variable_read_by(view, tensor: str) -> str | None:
     """The TF1 reference variable whose buffer `tensor` shares (Identity and Switch chains from a VariableV2)."""
-    from npu_sim_bridge.passes.partition.ref_variables import REF_VARIABLE_OPS
+    from npu_sim_bridge.graph.op_categories import REF_VARIABLE_OPS
 
     ref = parse_input(tensor)
     for _ in range(8):

@@ -33,13 +33,13 @@ import os
 import time
 
 from npu_sim_bridge.graph.validate import topological_order
-from npu_sim_bridge.passes.base import SEEN_ATTR, GraphPass, PassContext, PassResult
+from npu_sim_bridge.graph.attr_names import DUMP_ATTR, GEOP_ATTR, SEEN_ATTR
+from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.dump import layout
 from npu_sim_bridge.passes.dump.instrument import Instrumenter
 from npu_sim_bridge.passes.dump.kinds import ATOMIC_ADD_OPS, overflow_kind  # noqa: F401 (re-exported)
 from npu_sim_bridge.passes.results import NpuPortDtypes
 
-DUMP_ATTR = "_npu_sim_dump"          # on an instrumented GeOp call: its dump folder
 
 
 class DumpPass(GraphPass):
@@ -58,7 +58,6 @@ class DumpPass(GraphPass):
         view, report, options = ctx.view, ctx.report, ctx.options
         if any(SEEN_ATTR in node.attr or DUMP_ATTR in node.attr for node in view.nodes()):
             return PassResult(changed=False, stats={"already_instrumented": True})
-        from npu_sim_bridge.passes.partition import GEOP_ATTR
 
         geops = [name for name in topological_order(view) if GEOP_ATTR in view.node(name).attr]
         if not geops:

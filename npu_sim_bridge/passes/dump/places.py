@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from tensorflow.core.framework import types_pb2
 
-from npu_sim_bridge.graph.control_flow import ENTER_OPS, MERGE_OPS, SWITCH_OPS, Frames
+from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.names import node_name, parse_input
-from npu_sim_bridge.graph.validate import BACK_EDGE_OPS
+from npu_sim_bridge.graph.op_categories import ENTER_OPS, MERGE_OPS, NEXT_ITERATION_OPS, SWITCH_OPS
 from npu_sim_bridge.passes.dump.npy_graph import NodeMaker, type_attr
 
 _NO_BRANCH = frozenset()
@@ -68,7 +68,7 @@ class BodyPlaces:
             shared = None
             for text in inputs:
                 producer = self.view.get(parse_input(text).node)
-                if producer is None or producer.op in BACK_EDGE_OPS:
+                if producer is None or producer.op in NEXT_ITERATION_OPS:
                     continue
                 guard = self.branches(text)
                 shared = guard if shared is None else shared & guard

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
+from npu_sim_bridge.passes import support
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.fusion.marks import fused_from, fusion_rules
 from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
@@ -21,8 +22,6 @@ from npu_sim_bridge.passes.fusion.switch import load_switch
 from npu_sim_bridge.passes.fusion.unfuse import remapped_nodes, unfuse
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
 from npu_sim_bridge.report.reasons import NodeText
-
-ABSORBED_CACHE = "fusion/absorbed"  # {node a rule fused away: the node it was fused into}
 
 REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) in a way the simulator cannot take "
                  "apart, so fusion_switch_file cannot switch them off; set rewrite_options.remapping = "
@@ -36,6 +35,11 @@ class FusionPass(GraphPass):
     description = ("graph and UB fusion rules (MatMulBiasAddFusionPass, AABiasaddConvFusion, ...) onto "
                    "_FusedMatMul/_FusedConv2D, switched by fusion_switch_file")
     edits_library = False
+
+    def __init__(self):
+        # {node a rule fused away: the node it was fused into}, kept from `run` to `finish` (the pipeline
+        # makes one pass object per run).
+        self._absorbed: dict[str, str] = {}
 
     def run(self, ctx: PassContext) -> PassResult:
         view, report = ctx.view, ctx.report
@@ -58,7 +62,6 @@ class FusionPass(GraphPass):
             return PassResult(changed=bool(unfused), stats=stats)
 
         from npu_sim_bridge.graph.outline import function_library
-        from npu_sim_bridge.passes.partition import support
 
         candidate = support.CandidateTest(support.SupportContext(
             ops_library=ctx.ops_library(), mix_compile=bool(ctx.options.get("mix_compile_mode")),
@@ -116,8 +119,7 @@ class FusionPass(GraphPass):
             ctx.report.warn(REMAPPER_NOTE.format(count=len(left), examples=", ".join(left[:3])))
         return done
 
-    @staticmethod
-    def _report(ctx, fused, rule, match, fusions: "dict[str, _Fused]", op_chains: dict) -> None:
+    def _report(self, ctx, fused, rule, match, fusions: "dict[str, _Fused]", op_chains: dict) -> None:
         # The fused node keeps the root's name: match.root, the view's str (protobuf makes a new one
         # at each read of fused.name, and the absorbed map would keep one per fused node).
         root = match.root
@@ -137,14 +139,14 @@ class FusionPass(GraphPass):
         ops = op_chains.setdefault(ops, ops)
         note = fusions[root] = _Fused(rule.name, sys.intern(fused.op), root, names, ops, earlier)
         _note(ctx, root, note)
-        absorbed = ctx.cache.setdefault(ABSORBED_CACHE, {})
+        absorbed = self._absorbed
         for name in match.nodes[:-1]:
             absorbed[name] = root
             _note(ctx, name, note)  # the same object: it words itself for a node fused away
 
     def finish(self, ctx: PassContext) -> None:
         """A node fused away runs as part of its fused op: it takes that op's list, dtype, placement and GeOp."""
-        absorbed = ctx.cache.get(ABSORBED_CACHE, {})
+        absorbed = self._absorbed
         for name in absorbed:
             target = name
             while target in absorbed:  # Conv2D -> fused conv -> fused conv with Relu

@@ -26,11 +26,11 @@ from tensorflow.core.framework import attr_value_pb2, types_pb2
 from tensorflow.python.framework import kernels, op_def_registry
 
 from npu_sim_bridge.graph.names import node_name, on_gpu, parse_input
-from npu_sim_bridge.passes.fusion.marks import FUSED_NODES_ATTR, FUSION_ATTR, fusion_rules
+from npu_sim_bridge.graph.attr_names import FUSED_FROM_ATTR, FUSION_ATTR, KEEP_DTYPE_ATTR, PREFIX
+from npu_sim_bridge.passes.fusion.marks import fusion_rules
 from npu_sim_bridge.passes.fusion.switch import GRAPH_FUSION, UB_FUSION
 
 FLOAT_TYPES = frozenset({types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16})
-KEEP_DTYPE_ATTR = "_keep_dtype"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,7 @@ class FusionRule:
         originals = [view.node(name) for name in match.nodes]
         inputs, controls = self.fused_inputs(view, match)
         attrs = self.fused_attrs(view, match)
-        kept = {key: root.attr[key] for key in root.attr if key.startswith("_") and not key.startswith("_npu_sim")}
+        kept = {key: root.attr[key] for key in root.attr if key.startswith("_") and not key.startswith(PREFIX)}
         rules = []
         history = []
         for node in originals:
@@ -100,7 +100,7 @@ class FusionRule:
         for key, value in saved.items():
             root.attr[key].CopyFrom(value)
         root.attr[FUSION_ATTR].list.s.extend(rule.encode() for rule in rules)
-        root.attr[FUSED_NODES_ATTR].list.s.extend(item.encode() for item in dict.fromkeys(history))
+        root.attr[FUSED_FROM_ATTR].list.s.extend(item.encode() for item in dict.fromkeys(history))
         for name in match.nodes[:-1]:
             view.remove_node(name)
         return root
@@ -113,8 +113,8 @@ class FusionRule:
 
 
 def _history(node) -> list[str]:
-    if FUSED_NODES_ATTR in node.attr:
-        return [value.decode() for value in node.attr[FUSED_NODES_ATTR].list.s]
+    if FUSED_FROM_ATTR in node.attr:
+        return [value.decode() for value in node.attr[FUSED_FROM_ATTR].list.s]
     return [f"{node.name}:{node.op}"]
 
 

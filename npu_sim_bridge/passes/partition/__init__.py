@@ -1,5 +1,6 @@
-"""Mixed compute: decide host or device per node, then outline device segments into GeOp calls."""
+"""Mixed compute's second half: device segments outlined into GeOp calls (pass_.py), the segments proposed
+(cluster.py) and carried over the nodes added after placement (carry.py).
 
-from npu_sim_bridge.passes.partition.pass_ import GEOP_ATTR, IN_GEOP_ATTR, PartitionPass, PlacementPass
-
-__all__ = ["GEOP_ATTR", "IN_GEOP_ATTR", "PartitionPass", "PlacementPass"]
+Nothing is imported here, so that the placement pass (passes/placement/) reads cluster.py and carry.py without
+importing the partition pass, which imports it.
+"""

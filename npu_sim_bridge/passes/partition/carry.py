@@ -26,6 +26,7 @@ segments and while frames, their order could differ, so that case is proposed ag
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Container, Iterator
 
 from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, node_name, parse_input
@@ -35,6 +36,16 @@ from npu_sim_bridge.graph.view import EditJournal, GraphView, edges
 from npu_sim_bridge.passes.partition.cluster import READ_REF, EdgeKinds, Proposal
 
 _MAX_CHAIN = 16
+
+
+@dataclasses.dataclass
+class Proposed:
+    """What placement proposed (a result it publishes), for partition to reuse while the graph is unchanged,
+    or to carry over the nodes the passes in between add (`journal` records what they do)."""
+
+    journal: EditJournal
+    proposal: Proposal
+    inherent: set[str]        # host nodes the adapter never sinks (no "enable mix_compile_mode" advice)
 
 
 def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidate,

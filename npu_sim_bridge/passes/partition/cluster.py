@@ -33,14 +33,14 @@ from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.name_index import new_index
 from npu_sim_bridge.graph.names import node_name, parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
-from npu_sim_bridge.graph.op_categories import BOOKKEEPING_OPS, NEXT_ITERATION_OPS as BACK_EDGE_OPS  # noqa: F401
 from npu_sim_bridge.graph.view import GraphView, edges
 from npu_sim_bridge.native.loader import shim_function
-from npu_sim_bridge.graph.op_categories import CALLING_OPS, PASS_THROUGH_OPS, SWITCH_OPS, makes_passable_variant
+from npu_sim_bridge.graph.op_categories import (CALLING_OPS, NEXT_ITERATION_OPS, PASS_THROUGH_OPS, SWITCH_OPS,
+                                                 makes_passable_variant)
 from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
-from npu_sim_bridge.passes.partition.support import BOUNDARY_DTYPES
+from npu_sim_bridge.passes.support import BOUNDARY_DTYPES
 
 HOST = "host"
 DEVICE = "device"
@@ -146,7 +146,7 @@ class _Units:
             self.nodes[unit].append(name)
             self.of[name] = unit
         ops = list(map(view.op, order))  # not view.records(): its input tuples were a third of the peak
-        back_edge_sources = {name for name, op in zip(order, ops) if op in BACK_EDGE_OPS}
+        back_edge_sources = {name for name, op in zip(order, ops) if op in NEXT_ITERATION_OPS}
         self.single = len(self.nodes) == len(order)  # every node a unit of its own: unit i is order[i]
         if self.single:
             self.succ = self._single_node_links(view, order, back_edge_sources)

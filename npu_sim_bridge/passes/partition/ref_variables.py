@@ -14,9 +14,9 @@ from __future__ import annotations
 from tensorflow.core.framework import node_def_pb2
 
 from npu_sim_bridge.graph.names import TensorRef, parse_input
+from npu_sim_bridge.graph.op_categories import REF_VARIABLE_OPS
 from npu_sim_bridge.graph.view import GraphView
 
-REF_VARIABLE_OPS = frozenset({"VariableV2", "Variable"})
 
 
 def is_ref_variable(view: GraphView, name: str) -> bool:

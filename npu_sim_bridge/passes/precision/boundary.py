@@ -19,7 +19,7 @@ from __future__ import annotations
 from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 
 from npu_sim_bridge.graph.names import TensorRef
-from npu_sim_bridge.passes.precision.marks import MARK_ATTR
+from npu_sim_bridge.passes.precision.marks import PRECISION_ATTR
 
 DEVICE_SUFFIX = "NpuSimOnDevice"
 
@@ -76,7 +76,7 @@ class FetchBoundary:
             view.remove_input(name, position)
         single = len(exits) == 1
         view.set_op(name, "Identity" if single else "IdentityN")
-        mark = node.attr[MARK_ATTR].s if MARK_ATTR in node.attr else b""
+        mark = node.attr[PRECISION_ATTR].s if PRECISION_ATTR in node.attr else b""
         node.attr.clear()
         if single:
             node.attr["T"].type = exits[0][1]
@@ -84,7 +84,7 @@ class FetchBoundary:
             node.attr["T"].CopyFrom(attr_value_pb2.AttrValue(
                 list=attr_value_pb2.AttrValue.ListValue(type=[dtype for _, dtype in exits])))
         if mark or self.rewriter.mark:
-            node.attr[MARK_ATTR].s = mark or self.rewriter.mark.encode()
+            node.attr[PRECISION_ATTR].s = mark or self.rewriter.mark.encode()
         for index, (new, _) in enumerate(exits):
             view.add_input(name, new if new is not None else TensorRef(device_name, index))
         return device_name

@@ -37,7 +37,7 @@ from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
 from npu_sim_bridge.graph.view import edges
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.decide import FIXED, FP16, FP32, GRAY, PLUMBING, Plan
-from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, MARK_ATTR, ORIG_PREFIX, ROUND_OP
+from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, PRECISION_ATTR, ORIG_PREFIX, ROUND_OP
 
 
 # Ops whose float32 result on float16-representable inputs is itself representable in float16: they
@@ -250,7 +250,7 @@ class Rewriter:
                 if attr in node.attr:
                     node.attr[ORIG_PREFIX + attr].CopyFrom(node.attr[attr])
                 node.attr[attr].CopyFrom(value)
-            node.attr[MARK_ATTR].s = self.mark.encode()
+            node.attr[PRECISION_ATTR].s = self.mark.encode()
             self.retyped += 1
             self.retyped_names.add(name)
 
@@ -334,7 +334,7 @@ class Rewriter:
             node.attr["SrcT"].type = src
             node.attr["DstT"].type = dst
             node.attr["Truncate"].b = False
-        node.attr[MARK_ATTR].s = self.mark.encode()
+        node.attr[PRECISION_ATTR].s = self.mark.encode()
         node.attr[INSERTED_ATTR].b = True
         self.view.add_node(node, name, inputs)
         self.casts_inserted += 1

@@ -40,9 +40,10 @@ from tensorflow.core.framework import types_pb2
 
 from npu_sim_bridge.config.registry import effective_precision_mode
 from npu_sim_bridge.errors import ConfigError, UnsupportedGraphError
+from npu_sim_bridge.graph.attr_names import KEEP_DTYPE_ATTR
 from npu_sim_bridge.graph.names import parse_input
-from npu_sim_bridge.graph.op_categories import (CALLING_OPS, FUSED_BASE_OPS, GRAPH_INPUT_OPS,
-                                                 PASS_THROUGH_OPS)
+from npu_sim_bridge.graph.op_categories import (FUNCTION_RUNNING_OPS, FUSED_BASE_OPS, PASS_THROUGH_OPS,
+                                                 VALUE_SINK_OPS, VALUE_SOURCE_OPS)
 from npu_sim_bridge.graph.ports import port_attrs, port_key_of, registered_spec
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
@@ -57,14 +58,7 @@ SOURCE, PINNED, PLUMBING, CAST, OPAQUE, FIXED, GRAY, INSERTED = (
     "source", "pinned", "plumbing", "cast", "opaque", "fixed", "gray", "inserted")
 
 MIX_MODES = ("allow_mix_precision", "allow_mix_precision_bf16")
-KEEP_DTYPE_ATTR = "_keep_dtype"
 
-PLUMBING_OPS = PASS_THROUGH_OPS
-SOURCE_OPS = frozenset({"_Arg", "_DeviceArg", "Const", "HostConst"}) | GRAPH_INPUT_OPS
-SINK_OPS = frozenset({"_Retval", "_DeviceRetval"})
-FUNCTIONAL_OPS = CALLING_OPS | frozenset({"SymbolicGradient"})
-# Grappler's remapper may fuse ops before NpuOptimizer sees them; they take the list of the base op.
-FUSED_BASE = FUSED_BASE_OPS
 # Type attrs that stay as they are when the op's dtype changes (batch norm statistics stay float32).
 _FIXED_ATTRS = {"FusedBatchNorm": ("U",), "FusedBatchNormV2": ("U",), "FusedBatchNormV3": ("U",),
                 "FusedBatchNormGradV2": ("U",), "FusedBatchNormGradV3": ("U",), "_FusedBatchNormEx": ("U",)}
@@ -302,11 +296,11 @@ class Decider:
             return plan
         if op == "Cast":
             return self._classify_cast(node, plan)
-        if op in SOURCE_OPS or kind == "source":
+        if op in VALUE_SOURCE_OPS or kind == "source":
             return self._keep(plan, SOURCE, NONE, f"source: {keeps}")
         if op in ("VariableV2", "Variable", "VarHandleOp") or kind in _VARIABLE_KINDS:
             return self._keep(plan, SOURCE, NONE, f"{kind or 'variable'}: {keeps}")
-        if op in SINK_OPS:
+        if op in VALUE_SINK_OPS:
             return self._keep(plan, PINNED, HIGH, f"function result: {keeps}")
         if node.name in self.fed:
             return self._keep(plan, PINNED, NONE, f"fed: {keeps}")
@@ -316,7 +310,7 @@ class Decider:
             return self._keep(plan, PINNED, NONE, f"host: {keeps}")
         if KEEP_DTYPE_ATTR in node.attr and node.attr[KEEP_DTYPE_ATTR].b:
             return self._keep(plan, PINNED, HIGH, "keep_dtype_scope")
-        if op in FUNCTIONAL_OPS or op in self.functions:
+        if op in FUNCTION_RUNNING_OPS or op in self.functions:
             return self._keep(plan, OPAQUE, NONE, "function call: keeps its signature dtypes (its body is rewritten)")
         if has_ref:
             return self._keep(plan, PINNED, NONE, f"reads or updates a variable: {keeps}")
@@ -324,7 +318,7 @@ class Decider:
             return self._keep(plan, OPAQUE, NONE, f"no type attr to change: {keeps}")
         if plan.orig is None:
             return self._keep(plan, OPAQUE, NONE, "type attrs of different float dtypes: keeps them")
-        if op in PLUMBING_OPS or kind == "pass_through":
+        if op in PASS_THROUGH_OPS or kind == "pass_through":
             plan.role = PLUMBING
             if op == "IdentityN":
                 plan.port_votes = [NONE] * len(sig.outputs)
@@ -332,7 +326,7 @@ class Decider:
             plan.npu = plan.orig
             return plan
 
-        base = FUSED_BASE.get(op, op)
+        base = FUSED_BASE_OPS.get(op, op)  # Grappler's remapper fused it: the base op's list
         info = self.library.info(base)
         if info is None:
             note = self.library.no_op_info_note(base)

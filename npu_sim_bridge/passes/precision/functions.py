@@ -59,8 +59,8 @@ class LibraryScan:
         functions, found = self.functions, {}
         for node in nodes:
             op, attrs = node.op, node.attr
-            if marks.MARK_ATTR in attrs:
-                self.marks.add(attrs[marks.MARK_ATTR].s.decode())
+            if marks.PRECISION_ATTR in attrs:
+                self.marks.add(attrs[marks.PRECISION_ATTR].s.decode())
             if op not in CALLING_OPS and op not in functions:
                 continue
             calls = called_by(node, functions)

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-MARK_ATTR = "_npu_sim_precision"     # "<mode>:<execution>" on every node the pass inserted or retyped
-INSERTED_ATTR = "_npu_sim_inserted"  # on the Casts (and rounding kernels) the pass inserted
-ORIG_PREFIX = "_npu_sim_orig_"       # the original value of a type attr the pass changed
+from npu_sim_bridge.graph.attr_names import INSERTED_ATTR, ORIG_PREFIX, PRECISION_ATTR  # noqa: F401 (read by the precision modules)
+from npu_sim_bridge.graph.op_categories import ROUND_OP
 
-# The emulation's float16 rounding as one kernel (native/npu_ops.cc): float32 in, float32 out holding
-# exactly what Cast(float32 -> float16) then Cast(float16 -> float32) give.
-ROUND_OP = "NpuSimRoundToFloat16"
 CONVERSION_OPS = frozenset({"Cast", ROUND_OP})
 
 

@@ -27,6 +27,7 @@ class PrecisionPass(GraphPass):
 
     name = "precision"
     reads = (Placement,)
+    requires = (Placement,)  # the host nodes: their dtypes stay (without placement selected: none)
     description = ("precision modes: decides which ops run in float16/bfloat16, inserts the Casts, "
                    "emulates or runs float16")
 

@@ -11,6 +11,7 @@ pass unchanged and no collective op is built.
 
 import tensorflow as tf
 
+from npu_sim_bridge.graph.attr_names import DISTRIBUTED_MARK
 from npu_sim_bridge.runtime.hccl import collectives, groups
 from npu_sim_bridge.runtime.hccl.groups import WORLD_GROUP
 
@@ -78,7 +79,7 @@ def npu_distributed_optimizer_wrapper(optimizer):
     """The optimizer (a Keras name is resolved first) with its gradient methods averaging over the ranks."""
     if isinstance(optimizer, str):
         optimizer = tf.keras.optimizers.get(optimizer)
-    if getattr(optimizer, "_npu_sim_distributed", False):
+    if getattr(optimizer, DISTRIBUTED_MARK, False):
         return optimizer
     if hasattr(optimizer, "compute_gradients"):
         compute_gradients = optimizer.compute_gradients
@@ -105,7 +106,7 @@ def npu_distributed_optimizer_wrapper(optimizer):
             return average_gradients(gradients, "Npu_Distributed_optimizer_compute_grads_Allreduce")
 
         optimizer._compute_gradients = npu_private_compute_gradients  # pylint: disable=protected-access
-    optimizer._npu_sim_distributed = True  # pylint: disable=protected-access
+    setattr(optimizer, DISTRIBUTED_MARK, True)
     return optimizer
 
 
