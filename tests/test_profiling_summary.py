@@ -15,7 +15,7 @@ import tensorflow as tf
 from npu_sim_bridge import estimate as estimate_package
 from npu_sim_bridge.cli.main import main
 from npu_sim_bridge.estimate.output import OP_SUMMARY_COLUMNS
-from npu_sim_bridge.npu_init import NPUEstimator, NPUEstimatorSpec, NPURunConfig, ProfilingConfig
+from npu_sim_bridge.npu_init import NPUEstimator, NPUEstimatorSpec, NPURunConfig, ProfilingConfig, npu_scope
 from npu_sim_bridge.profiling.op_summary import COLUMNS
 
 ESTIMATED = "estimated NPU (Ascend910A)"
@@ -143,6 +143,29 @@ def test_a_failing_estimate_is_told_in_the_trace_and_a_warning_and_the_run_goes_
     assert not [e for e in trace["traceEvents"] if e.get("pid") == 3]
     warned = [r.getMessage() for r in caplog.records if "estimated NPU track" in r.getMessage()]
     assert len(warned) == 1 and "train graph" in warned[0] and "no shape for node x" in warned[0]
+
+
+def test_the_estimated_track_runs_geops_and_host_ops_in_the_measured_order(tmp_path, npu_config):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [4, 8], name="x")
+        w = tf.compat.v1.get_variable("w", [8, 8])
+        y = tf.nn.relu(tf.matmul(x, w), name="first")
+        with npu_scope.without_npu_compile_scope():
+            z = tf.compat.v1.py_func(lambda a: a * 2, [y], tf.float32, name="host_fn")
+        tf.reduce_sum(tf.matmul(tf.reshape(z, [4, 8]), w, name="second"), name="out")
+        init = tf.compat.v1.global_variables_initializer()
+    options = json.dumps({"output": str(tmp_path / "prof"), "sim_steps": "1"})
+    with tf.compat.v1.Session(graph=graph, config=npu_config(mix_compile_mode=True, profiling_mode=True,
+                                                             profiling_options=options)) as sess:
+        sess.run(init)
+        sess.run("out:0", {x: np.ones([4, 8], np.float32)})
+    trace = json.load(open(glob.glob(str(tmp_path / "prof" / "*" / "trace_step_1.json"))[0]))
+    estimated = sorted((e for e in trace["traceEvents"] if e.get("pid") == 3 and e["ph"] == "X"),
+                       key=lambda e: e["ts"])
+    start = {e["name"]: e["ts"] for e in estimated}
+    assert start["first"] < start["host_fn"] < start["second"]  # GeOp, the host op it feeds, the next GeOp
+    assert estimated[0]["ts"] == min(e["ts"] for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] != 3)
 
 
 def test_sim_estimate_off_leaves_the_estimated_track_out(tmp_path, npu_config):

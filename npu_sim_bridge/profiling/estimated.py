@@ -3,9 +3,9 @@
 Beside the measured CPU time of each step, the trace gets a process "estimated NPU (<SoC>)" holding what the
 step would take on the SoC by npu_sim_bridge.estimate (a roofline model, not a measurement): one track per
 GeOp with the GeOp as a span and its ops inside, one track of host ops, and one of host<->device copies and
-the per-run overhead. The ops start at the step's first measured event and follow one another in the order
-the estimate lists them; each event's args carry its unit (cube, vector, aicpu, host), bound and estimated
-microseconds, and "estimate": true.
+the per-run overhead. The ops start at the step's first measured event and follow one another: GeOps and
+host ops in the order the step ran them, the ops of a GeOp in the order the estimate lists them. Each
+event's args carry its unit (cube, vector, aicpu, host), bound and estimated microseconds, and "estimate": true.
 
 The estimate rewrites the Session's graph offline, so its GeOp names are its own; each estimated GeOp is
 named after the measured GeOp whose body shares most of its nodes (from this process's rewrite reports).
@@ -18,6 +18,7 @@ names the graph and the reason; the run goes on.
 from __future__ import annotations
 
 import logging
+import math
 
 ESTIMATE_PID = 3
 ESTIMATED_GEOP = "GeOp (estimated)"  # the category of an estimated GeOp's span (a measured one's is "GeOp")
@@ -90,9 +91,12 @@ def _pruned(graph, fetches: tuple):
     return pruned
 
 
-def estimate_events(estimate: dict, start_us: float, step: int, members: dict) -> list[dict]:
-    """Trace events (metadata and "X" spans on ESTIMATE_PID) of one step's estimate, from `start_us` on.
-    `members`: measured GeOp -> the node names it runs, to name the estimated GeOps after."""
+def estimate_events(estimate: dict, measured: dict, step: int, members: dict) -> list[dict]:
+    """Trace events (metadata and "X" spans on ESTIMATE_PID) of one step's estimate, from the step's first
+    measured event on. `measured`: the name of each measured GeOp and host op -> its start; the GeOps and
+    host ops of the estimate follow in that order. `members`: measured GeOp -> the node names it runs, to
+    name the estimated GeOps after."""
+    start_us = min(measured.values())
     names = _geop_names(estimate["ops"], members)
     tids: dict[str, int] = {}
     out = [{"ph": "M", "name": "process_name", "pid": ESTIMATE_PID, "tid": 0,
@@ -110,24 +114,28 @@ def estimate_events(estimate: dict, start_us: float, step: int, members: dict) -
         out.append({"ph": "X", "pid": ESTIMATE_PID, "tid": tid, "ts": ts, "dur": us, "name": name, "cat": cat,
                     "args": dict(args, step=step, where="estimate", estimate=True)})
 
-    cursor = float(start_us)
-    placed: set = set()
     ops = [row for row in estimate["ops"] if row["us"] > 0]
-    for row in ops:
-        geop = row["geop"]
+    bodies: dict[str, list] = {}
+    segments = []  # a host op, or a GeOp with its body, in the order the step ran them (estimate order else)
+    for position, row in enumerate(ops):
+        if row["geop"] is None:
+            segments.append((measured.get(row["name"], math.inf), position, None, [row]))
+        elif row["geop"] not in bodies:
+            bodies[row["geop"]] = [row]
+            segments.append((measured.get(names[row["geop"]], math.inf), position, row["geop"], bodies[row["geop"]]))
+        else:
+            bodies[row["geop"]].append(row)
+    cursor = float(start_us)
+    for _, _, geop, rows in sorted(segments, key=lambda segment: segment[:2]):
         if geop is None:
-            span(track("host ops"), cursor, row["us"], row["name"], row["op"], _op_args(row))
-            cursor += row["us"]
+            span(track("host ops"), cursor, rows[0]["us"], rows[0]["name"], rows[0]["op"], _op_args(rows[0]))
+            cursor += rows[0]["us"]
             continue
-        if geop in placed:
-            continue
-        placed.add(geop)
-        body = [item for item in ops if item["geop"] == geop]
         tid = track(names[geop])
-        total = sum(item["us"] for item in body)
+        total = sum(item["us"] for item in rows)
         span(tid, cursor, total, names[geop], ESTIMATED_GEOP,
              {"geop": names[geop], "estimate_geop": geop, "unit": "GeOp", "us": round(total, 3)})
-        for item in body:
+        for item in rows:
             span(tid, cursor, item["us"], item["name"], item["op"], _op_args(item, names[geop]))
             cursor += item["us"]
     extra = estimate["by_unit"]
