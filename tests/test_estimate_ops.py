@@ -59,6 +59,15 @@ def test_depthwise_is_vector_work():
     assert work.flops == 2 * 8 * 8 * 4 * 9
 
 
+def test_depthwise_filter_gradient_spreads_over_the_cores_as_its_input_does():
+    # MobileNet at batch 256: the filter gradient is 3x3x960 numbers, summed over 256x7x7 positions each.
+    x, w, dy = [256, 7, 7, 960], [3, 3, 960, 1], [256, 7, 7, 960]
+    work = ops.vector_work(OpCall("DepthwiseConv2dNativeBackpropFilter", _attr(), [x, [4], dy], [w], width=2))
+    assert work.flops == 2 * 256 * 7 * 7 * 960 * 9
+    assert work.pieces == 256 * 7 * 7 * 960  # the whole gradient's elements, so all 32 cores take a share
+    assert op_time(work, hardware()).cores_used == 32
+
+
 @pytest.mark.parametrize("op,per_element,family", [
     ("AddV2", 1, "elementwise"), ("Exp", 4, "elementwise"), ("FusedBatchNormV3", 8, "batch_norm"),
     ("FusedBatchNormGradV3", 10, "batch_norm"), ("Softmax", 5, "softmax"), ("Sum", 1, "reduction"),

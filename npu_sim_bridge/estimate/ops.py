@@ -138,7 +138,10 @@ def vector_work(call: OpCall) -> Work:
         filt = call.out_shapes[0] if "BackpropFilter" in op else (call.in_shapes[1] if len(call.in_shapes) > 1
                                                                   else None)
         y = call.in_shapes[2] if ("Backprop" in op and len(call.in_shapes) > 2) else call.out_shapes[0]
-        return _vec(call, 2.0 * _elems(call, y) * _dim(filt, 0) * _dim(filt, 1), out_elems, "depthwise")
+        # The filter gradient is a few thousand numbers summed over the whole batch: the kernel splits that
+        # sum over the cores, so its pieces are the gradient's elements, not the filter's.
+        pieces = _elems(call, y) if "BackpropFilter" in op else out_elems
+        return _vec(call, 2.0 * _elems(call, y) * _dim(filt, 0) * _dim(filt, 1), pieces, "depthwise")
     if op in BATCH_NORM:
         per = 10.0 if "Grad" in op else 8.0
         return _vec(call, per * in_elems, out_elems, "batch_norm")
