@@ -99,7 +99,8 @@ def add_estimate_command(commands) -> None:
     parser = commands.add_parser(
         "estimate", help="estimate the step time the graph would take on an Ascend 910, per GeOp and op, "
                          "and name its bottlenecks",
-        description="Rewrites GRAPH as NpuOptimizer would and costs every op the step runs on the SoC's cube, "
+        description="Rewrites GRAPH (or the first training step a TF1 script issues: --script SCRIPT ARGS...) as "
+                    "NpuOptimizer would and costs every op the step runs on the SoC's cube, "
                     "vector unit, AI CPU or the host, plus host<->device copies and the per-run overhead. An "
                     "estimate from a roofline model calibrated on two measured throughputs, not a measurement.")
     parser.add_argument("graph", nargs="?", default=None,
