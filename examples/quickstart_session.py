@@ -86,7 +86,7 @@ def print_next_steps(report, report_dir):
     print(f"  open {picture}")
     print("      the picture of the training graph after the rewrite (any browser, works offline)")
     print(f"  tensorboard --logdir {os.path.join(report_dir, 'tensorboard')}")
-    print("      the graphs before and after the rewrite, side by side")
+    print("      the graphs before and after the rewrite (a run each), GeOps as boxes that open")
     print("  npu-sim check your_script.py && npu-sim run your_script.py")
     print("      the same on your own TF1 script (docs/migrate.md)")
 
