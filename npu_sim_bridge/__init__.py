@@ -142,6 +142,7 @@ __all__ = [
     "NpuSimError",
     "OpsInfoError",
     "PassError",
+    "TensorFlowMissingError",
     "UnsupportedGraphError",
     "__version__",
     "clear_reports",
