@@ -107,6 +107,8 @@ def test_hccl_ops_across_two_ranks(trained):
     assert rank1["collectives"]["reduce_scatter"] == [3.0, 6.0]
     assert rank1["collectives"]["receive"] == [10.0, 20.0]
     assert rank0["collectives"]["own_group_sum"] == [1.0, 2.0] and rank1["collectives"]["own_group_sum"] == [2.0, 4.0]
+    for result in (rank0["collectives"], rank1["collectives"]):  # a 24 MB all-reduce, cut into ring pieces
+        assert result["large_sum_size"] == 6_000_001 and result["large_sum_mismatches"] == 0
     # d/d mine of sum(allreduce(mine * mine)) = 2 * mine * allreduce(ones) = 4 * mine: the gradient all-reduces.
     assert rank0["collectives"]["gradient"] == [2 * 2 * 1.0, 2 * 2 * 2.0]
     assert rank1["collectives"]["gradient"] == [2 * 2 * 2.0, 2 * 2 * 4.0]

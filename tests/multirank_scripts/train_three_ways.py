@@ -117,6 +117,9 @@ def loss_scale_part():
         results["loss_scale_steps"] = steps
 
 
+LARGE = 6_000_001
+
+
 def collectives_part():
     with tf.Graph().as_default():
         mine = tf.constant([1.0, 2.0]) * (RANK + 1)
@@ -135,6 +138,12 @@ def collectives_part():
         create_group("myself", 1, [RANK])
         fetches["group_sum"] = hccl_ops.allreduce(mine, "sum", group="everyone")
         fetches["own_group_sum"] = hccl_ops.allreduce(mine, "sum", group="myself")
+        # 24 MB (an odd count): the ring cuts each rank's share into several pieces; every element must add up.
+        pattern = tf.cast(tf.range(LARGE) % 1000, tf.float32)
+        large = hccl_ops.allreduce(pattern * (RANK + 1), "sum")
+        fetches["large_sum_mismatches"] = tf.math.count_nonzero(
+            tf.not_equal(large, pattern * (SIZE * (SIZE + 1) // 2)))
+        fetches["large_sum_size"] = tf.size(large)
         if SIZE > 1:
             if RANK == 0:
                 fetches["send"] = hccl_ops.send(mine * 10, 7, 1)
