@@ -168,6 +168,16 @@ def test_the_estimated_track_runs_geops_and_host_ops_in_the_measured_order(tmp_p
     assert estimated[0]["ts"] == min(e["ts"] for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] != 3)
 
 
+def test_a_training_trace_without_ops_sums_its_geops_and_host_ops(tmp_path, npu_config, capsys):
+    options = json.dumps({"output": str(tmp_path / "prof"), "training_trace": "on", "sim_estimate": "off"})
+    session_script(npu_config(profiling_mode=True, profiling_options=options), steps=2)
+    status, out, _ = profile(capsys, str(tmp_path / "prof"), "--summary")
+    rows = list(csv.DictReader(io.StringIO(out[out.index("Model Name"):])))
+    train = {(row["OP Type"], row["Task Type"]): row for row in rows if row["Model Name"] == "train"}
+    assert status == 0 and train["GeOp", "DEVICE"]["Count"] == "2"  # one GeOp per step, its ops not traced
+    assert {where for _, where in train} == {"DEVICE", "HOST"}
+
+
 def test_sim_estimate_off_leaves_the_estimated_track_out(tmp_path, npu_config):
     options = json.dumps({"output": str(tmp_path / "prof"), "sim_steps": "1", "sim_estimate": "off"})
     session_script(npu_config(profiling_mode=True, profiling_options=options), steps=1)

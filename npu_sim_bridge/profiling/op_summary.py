@@ -58,7 +58,7 @@ def op_summary(path: str, skip: int = 0) -> OpSummary:
         inner = any(e.get("cat") != "GeOp" and e.get("args", {}).get("where") == "device" for e in events)
         for event in events:
             is_geop = event.get("cat") == "GeOp"
-            if is_geop == inner:  # the GeOp spans only when the trace has no ops inside them
+            if is_geop and inner:  # the GeOp spans only when the trace has no ops inside them
                 continue
             where = "DEVICE" if is_geop or event.get("args", {}).get("where") == "device" else "HOST"
             op_type = "GeOp" if is_geop else event.get("args", {}).get("op", event.get("cat", "?"))
