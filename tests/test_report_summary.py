@@ -148,9 +148,12 @@ def test_counts_agree_across_text_json_and_picture(tmp_path, name):
     assert counts["geops"] == len(data["summary"]["geops"]) >= 1
     in_bodies = sum(1 for row in picture["nodes"] if row["g"] >= 0)
     assert in_bodies == counts["inside_geops"]
-    by_placement = re.search(r"records by placement: (.*)", text).group(1)
-    assert _pairs(by_placement) == data["summary"]["placements"]
-    assert sum(data["summary"]["placements"].values()) == sum(1 for row in data["nodes"] if row["placement"])
+    by_placement = re.search(r"records by placement: ([^(\n]*)(?: \((\d+) records without one)?", text)
+    assert _pairs(by_placement.group(1)) == data["summary"]["placements"]
+    unplaced = sum(1 for row in data["nodes"] if not row["placement"])
+    assert int(by_placement.group(2) or 0) == unplaced == counts["decision_records"] - sum(
+        data["summary"]["placements"].values())
+    assert all(index >= counts["input_nodes"] for index, row in enumerate(data["nodes"]) if not row["placement"])
     by_list = re.search(r"records by list: (.*)", text).group(1)
     assert _pairs(by_list) == data["summary"]["lists"]
 

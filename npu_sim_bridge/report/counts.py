@@ -55,4 +55,7 @@ def count_lines(summary: dict[str, Any]) -> list[str]:
     for key, words in (("placements", "by placement"), ("lists", "by list")):
         if summary[key]:
             lines.append(f"  records {words}: " + ", ".join(f"{k} {v}" for k, v in summary[key].items()))
+    unplaced = counts["decision_records"] - sum(summary["placements"].values())
+    if summary["placements"] and unplaced:
+        lines[-2 if summary["lists"] else -1] += f" ({unplaced} records without one: nodes the passes added)"
     return lines
