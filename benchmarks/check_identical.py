@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -82,12 +83,23 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def reset_counters() -> None:
+    """Number graphs and GeOps from 1 again, as in a fresh process: a digest then depends on its model and
+    options only, not on the rewrites run before it."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("npu_sim_bridge."):
+            for attr in ("_graph_counter", "_graph_numbers"):
+                if isinstance(getattr(module, attr, None), itertools.count):
+                    setattr(module, attr, itertools.count(1))
+
+
 def digest_one(builder, options: dict) -> dict:
     import tensorflow as tf
 
     from npu_sim_bridge import rewrite
 
     model = builder()
+    reset_counters()
     graph_def, report = rewrite(model.graph_def(), options, fetches=model.fetch_names())
     tf.compat.v1.reset_default_graph()
     report_dict = without_run_time(json.loads(report.to_json()))
@@ -118,8 +130,8 @@ def write_digests(out: str, only: list[str] | None, sets: list[str]) -> None:
                 entry = digests[key]
                 print(f"{key:40s} {entry.get('graph', entry.get('error', ''))[:16]:16s} "
                       f"{time.perf_counter() - began:6.1f} s", flush=True)
-    with open(out, "w", encoding="utf-8") as handle:
-        json.dump(digests, handle)
+                with open(out, "w", encoding="utf-8") as handle:  # after each: a long sweep cut short still counts
+                    json.dump(digests, handle)
     print(f"wrote {len(digests)} digests to {out}")
 
 
