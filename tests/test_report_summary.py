@@ -105,7 +105,7 @@ def test_report_files_are_named_by_role(tmp_path):
     reports = [r for r in npu_sim_bridge.recent_reports() if not r.rerun]
     assert len({r.graph_id for r in reports}) == len(reports), "names stay unique"
     train = next(r for r in reports if r.role.name == "train")
-    assert "ResourceApplyGradientDescent" in train.role.why and "train" in train.role.why
+    assert "ApplyGradientDescent" in train.role.why and "train" in train.role.why
 
 
 _TEXT = re.compile(r"nodes: (\d+) in the input graph; (\d+) in the rewritten graph \((\d+) GeOps \+ (\d+) host ops "
