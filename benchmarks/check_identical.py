@@ -118,20 +118,22 @@ def write_digests(out: str, only: list[str] | None, sets: list[str]) -> None:
 
     tf.compat.v1.disable_eager_execution()
     digests = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for model, builder in builders(only).items():
-            for set_name in sets:
-                began = time.perf_counter()
-                key = f"{model}/{set_name}"
-                try:
-                    digests[key] = digest_one(builder, option_set(set_name, folder))
-                except Exception as err:  # recorded: the comparison then shows the two sides' errors
-                    digests[key] = {"error": f"{type(err).__name__}: {err}"}
-                entry = digests[key]
-                print(f"{key:40s} {entry.get('graph', entry.get('error', ''))[:16]:16s} "
-                      f"{time.perf_counter() - began:6.1f} s", flush=True)
-                with open(out, "w", encoding="utf-8") as handle:  # after each: a long sweep cut short still counts
-                    json.dump(digests, handle)
+    # One folder name on both sides: the report names the modify_mixlist file.
+    folder = os.path.join(tempfile.gettempdir(), f"check_identical_{os.getuid()}")
+    os.makedirs(folder, exist_ok=True)
+    for model, builder in builders(only).items():
+        for set_name in sets:
+            began = time.perf_counter()
+            key = f"{model}/{set_name}"
+            try:
+                digests[key] = digest_one(builder, option_set(set_name, folder))
+            except Exception as err:  # recorded: the comparison then shows the two sides' errors
+                digests[key] = {"error": f"{type(err).__name__}: {err}"}
+            entry = digests[key]
+            print(f"{key:40s} {entry.get('graph', entry.get('error', ''))[:16]:16s} "
+                  f"{time.perf_counter() - began:6.1f} s", flush=True)
+            with open(out, "w", encoding="utf-8") as handle:  # after each: a long sweep cut short still counts
+                json.dump(digests, handle)
     print(f"wrote {len(digests)} digests to {out}")
 
 
