@@ -16,11 +16,12 @@ to every peer's server port (the port TensorFlow's gRPC runtime talks to) every 
 that accepted connections once (every peer's did before the first Session ran: cluster.wait_for_peers)
 and refuses them, or cannot be reached, for GONE_SECONDS on end means the peer's process ended (its
 server lives as long as the process): the rank stops with one line naming the peer and its address.
-TensorFlow's own runtime offers nothing to wait on here: a collective's CancellationManager is
-cancelled only by the op's timeout (HCCL_EXEC_TIMEOUT), the gRPC channel to a peer reconnects
-silently instead of failing pending calls, and the coordination service's heartbeats are not started
-for a Session's master (only for TF2's eager cluster context). A rank that ends before its server
-ever came up cannot be told from one not started yet, so the connect waits HCCL_CONNECT_TIMEOUT there.
+The probe asks the same server TensorFlow's gRPC collective runtime talks to, from outside it: left to
+itself, a collective whose peer ended blocks until the op's timeout (HCCL_EXEC_TIMEOUT), as gRPC keeps
+retrying the peer's channel rather than failing the pending call, and a Session's master has no
+heartbeat of TF2's coordination service (that is set up by the eager cluster context) to fail it
+sooner. A rank that ends before its server ever came up cannot be told from one not started yet, so
+the connect still waits HCCL_CONNECT_TIMEOUT there (npu-sim launch knows, and says so at once).
 """
 
 from __future__ import annotations
