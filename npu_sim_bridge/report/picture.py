@@ -7,8 +7,9 @@ layout is layered from top to bottom (picture_layout.js); edges between two boxe
 one arrow routed through the gaps of the rows it crosses. Fill: list colour (white, black, gray;
 light blue for ops with no list), or the estimated time per step when the rows carry "npu_us"
 (with "npu_unit"). Border: device (green) or host (orange). Search ranks exact names first; a node
-a fusion removed finds its fused op (data["fused"]); `page.html#q=NAME` opens at a node and
-`#colour=time` in the time colours.
+a fusion removed finds its fused op (data["fused"]). Fragments: `page.html#q=NAME` opens at a node,
+`#colour=time` in the time colours, `#expand=all` with every group open. The page records what its
+first view shows in <body data-view> (testing/browser.view_state reads it).
 """
 
 from __future__ import annotations
