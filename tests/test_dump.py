@@ -174,3 +174,25 @@ def test_dump_debug_mode_picks_ai_core_or_atomic_add_overflow(tmp_path, npu_conf
     assert flagged == expected  # pass_on, the max and out only pass the inf on: not flagged
     manifest = json.load(open(glob.glob(os.path.join(str(tmp_path), "*", "*", "manifest.json"))[0]))
     assert manifest["options"]["dump_debug_mode"] == mode
+
+
+def test_a_dump_write_that_fails_leaves_no_file_and_names_the_file_and_what_to_do(tmp_path):
+    """NpuSimWriteFileAtomic, the op every dump file is written with: the whole file or none."""
+    from npu_sim_bridge.native.loader import load_npu_ops
+    from npu_sim_bridge.passes.dump.npy_graph import write_failure
+
+    ops = load_npu_ops()
+    (tmp_path / "taken").write_text("a file where the step folder should go")
+    graph = tf.Graph()
+    with graph.as_default():
+        path = tf.compat.v1.placeholder(tf.string, [])
+        write = ops.npu_sim_write_file_atomic(path, tf.constant(b"\x93NUMPY payload"))
+    with tf.compat.v1.Session(graph=graph) as sess:
+        sess.run(write, {path: str(tmp_path / "dump" / "step_0" / "a.npy")})
+        with pytest.raises(tf.errors.OpError) as raised:
+            sess.run(write, {path: str(tmp_path / "taken" / "step_0" / "b.npy")})
+    assert (tmp_path / "dump" / "step_0" / "a.npy").read_bytes() == b"\x93NUMPY payload"
+    line = write_failure(raised.value)
+    assert line.startswith(f"npu-sim dump: cannot write {tmp_path / 'taken' / 'step_0' / 'b.npy'} (creating its folder")
+    assert "set dump_path to a folder you can write" in line and "\n" not in line
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.npy", "dump", "step_0", "taken"]

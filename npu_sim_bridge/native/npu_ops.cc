@@ -262,9 +262,11 @@ std::string Advice(int error, const std::string& folder) {
   }
 }
 
-tensorflow::Status WriteFailure(const std::string& path, const std::string& what, int error) {
-  const std::string message = std::string(kWriteErrorPrefix) + path + " (" + what + ": " + std::strerror(error) +
-                              "): " + Advice(error, ParentOf(path)) + "; no partial file was left";
+tensorflow::Status WriteFailure(const std::string& path, const std::string& what, int error,
+                                const std::string& reason = "") {
+  const std::string message = std::string(kWriteErrorPrefix) + path + " (" + what + ": " +
+                              (reason.empty() ? std::string(std::strerror(error)) : reason) + "): " +
+                              Advice(error, ParentOf(path)) + "; no partial file was left";
   if (error == ENOSPC || error == EDQUOT || error == EFBIG) return tensorflow::errors::ResourceExhausted(message);
   if (error == EACCES || error == EPERM || error == EROFS) return tensorflow::errors::PermissionDenied(message);
   return tensorflow::errors::Unknown(message);
@@ -278,8 +280,8 @@ tensorflow::Status WriteAtomically(tensorflow::Env* env, const std::string& path
   if (!folder.empty()) {
     const tensorflow::Status made = env->RecursivelyCreateDir(folder);
     if (!made.ok() && made.code() != tensorflow::error::ALREADY_EXISTS) {
-      const int error = errno != 0 ? errno : EIO;
-      return WriteFailure(path, "creating its folder failed", error);
+      const int error = made.code() == tensorflow::error::PERMISSION_DENIED ? EACCES : EIO;
+      return WriteFailure(path, "creating its folder failed", error, std::string(made.message()));
     }
   }
   const size_t slash = path.rfind('/');
