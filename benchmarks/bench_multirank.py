@@ -102,6 +102,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3, help="allreduce: interleaved rounds, best kept")
+    parser.add_argument("--ranks", default="2", help="model: rank counts to launch besides 1, e.g. 2,8")
     parser.add_argument("--role", choices=("allreduce", "model"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role:
@@ -110,7 +111,10 @@ def main():
     steps = ["--", HERE, "--steps", str(args.steps), "--rounds", str(args.rounds), "--role"]
     allreduce = _run(["launch", "--nproc", "2", *steps, "allreduce"])
     one = _run(["run", HERE, "--steps", str(args.steps), "--role", "model"])[0]
-    two = _run(["launch", "--nproc", "2", *steps, "model"])
+    launched = {}
+    for count in (int(text) for text in args.ranks.split(",") if text):
+        started = time.perf_counter()
+        launched[count] = (_run(["launch", "--nproc", str(count), *steps, "model"]), time.perf_counter() - started)
     print("hccl allreduce (sum, float32), 2 ranks on localhost, TensorFlow collective ops over gRPC")
     print(f"before: TensorFlow's default ring subdivision; after: max_subdivs_per_device "
           f"{_tuned_subdivs()} (best of {args.rounds} interleaved rounds)")
@@ -122,12 +126,13 @@ def main():
         algbw_before, algbw_after = size * MIB / before / 1e6, size * MIB / after / 1e6
         print(f"{size:>5} MiB {before * 1e3:>12.1f} {after * 1e3:>11.1f} {algbw_before:>13.0f} {algbw_after:>12.0f} "
               f"{algbw_after * 2 * (2 - 1) / 2:>12.0f} {algbw_after / algbw_before:>12.2f}x")
-    step_two = max(result["step"] for result in two)
     print("\nMLP 784-512-512-10 training step, batch 128 per rank, NPUDistributedOptimizer")
-    print(f"{'ranks':>5} {'step (ms)':>10} {'samples/s':>10}")
+    print(f"{'ranks':>5} {'step (ms)':>10} {'samples/s':>10} {'/ 1 rank':>9} {'launch, whole (s)':>18}")
     print(f"{1:>5} {one['step'] * 1e3:>10.1f} {128 / one['step']:>10.0f}")
-    print(f"{2:>5} {step_two * 1e3:>10.1f} {256 / step_two:>10.0f}")
-    print(f"2 ranks / 1 rank step time: {step_two / one['step']:.2f}x")
+    for count, (results, seconds) in launched.items():
+        step = max(result["step"] for result in results)
+        assert sorted(result["rank"] for result in results) == list(range(count)), results
+        print(f"{count:>5} {step * 1e3:>10.1f} {128 * count / step:>10.0f} {step / one['step']:>8.2f}x {seconds:>18.1f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ hits both alike; printed as the median over repeats and the range):
    bench_precision.py with only that optimizer enabled: the precision pass (sim_passes=precision) /
    TensorFlow's auto_mixed_precision_cpu, and the whole default pipeline (sim_passes=all) / the same.
    Grappler runs only the optimizer named there, so the remapper setting does not enter these rows.
+   The graph is Keras ResNet50 as a TF 2.15 user builds it in graph mode (testing.models.resnet50:
+   control flow v2, the learning phase a placeholder). Then, per configuration (user / npu_config_proto
+   as in row 1), what each rewrite adds to a Session's whole Grappler run (every default optimizer,
+   iteration and function) over auto_mixed_precision_cpu alone.
    With --profile: the step time per op type (TensorFlow step stats of 10 traced steps), plain vs
    kernel, to show where the rest of the cost is.
 3. The model sweep's models (npu_sim_bridge.testing.sweep, benchmarks/bench_models.py): the training
@@ -40,7 +44,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tensorflow.core.protobuf import config_pb2  # noqa: E402
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2  # noqa: E402
 from tensorflow.python.grappler import tf_optimizer  # noqa: E402
 
 import bench_precision  # noqa: E402  (the OptimizeGraph harness; it also registers NpuOptimizer)
@@ -137,8 +141,11 @@ def step_time(args) -> None:
 
 # ------------------------------------------------------------------------------------ rewrite time
 def rewrite_time(args) -> None:
+    # Keras ResNet50 as a TF 2.15 user builds it in graph mode (control flow v2: batch norm's learning-phase
+    # conditionals are If ops with function bodies), trained with Momentum: the graph users hand to Grappler.
     model = models.resnet50(batch_size=2, image_size=64 if args.quick else 224)
     meta = model.meta_graph_def()
+    body_nodes = sum(len(function.node_def) for function in meta.graph_def.library.function)
     configs = {which: bench_precision.optimize_config(which) for which in ("tf_amp", "npu", "npu_all", "npu_none")}
     times = {which: [] for which in configs}
     for _ in range(args.repeats):
@@ -148,7 +155,8 @@ def rewrite_time(args) -> None:
             times[which].append(time.perf_counter() - started)
     nodes = len(meta.graph_def.node)
     ms = {which: statistics.median(values) * 1000 for which, values in times.items()}
-    print(f"(2) rewrite time, ResNet-50 training MetaGraph ({nodes} nodes), one Grappler iteration, "
+    print(f"(2) rewrite time, Keras ResNet-50 training MetaGraph ({nodes} nodes, {nodes + body_nodes} with the If "
+          f"bodies), only the optimizer named, one Grappler iteration, "
           f"{args.repeats} interleaved repeats (median ms; ratio median (range) per repeat)")
 
     def row(label, which, target):
@@ -156,26 +164,57 @@ def rewrite_time(args) -> None:
         print(f"  {label:<54} {ms[which]:6.0f} ms vs {ms['tf_amp']:6.0f} ms  {ratio_text(ratios, target)}")
 
     row("precision pass / auto_mixed_precision_cpu", "npu", 1.0)
-    row("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.5)
+    row("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2)
     row("no pass at all (the floor) / auto_mixed_precision_cpu", "npu_none", None)
     pipeline_breakdown(model, args.repeats)
+    for setting in ("user", "npu_config_proto"):
+        session_rewrite_time(meta, setting, args.repeats)
 
 
-def pipeline_breakdown(model, repeats: int) -> None:
-    """Where the whole pipeline's time goes, in process: median ms per pass (each with the validation
-    after it); the rest is the GraphDef copy, the input graph's check, the stamps and the output."""
-    options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "all"})
-    item = ItemInfo(id="bench", fetch=tuple(model.fetch_names()))
-    graph_def = model.graph_def()
-    totals, passes = [], collections.defaultdict(list)
+def session_rewrite_config(setting: str, which: str) -> config_pb2.ConfigProto:
+    """The Grappler configuration of a Session: a hand-built ConfigProto as the seed scripts write it
+    ("user": Grappler's default optimizers, the remapper on) or that ConfigProto through
+    npu_config_proto (remapper off). which: plain (no NpuOptimizer), npu (NpuOptimizer, precision
+    pass), npu_all (every pass)."""
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    if which.startswith("npu"):
+        custom = rewrite.custom_optimizers.add()
+        custom.name = "NpuOptimizer"
+        custom.parameter_map["precision_mode"].s = b"allow_mix_precision"
+        custom.parameter_map["sim_passes"].s = b"all" if which == "npu_all" else b"precision"
+    if setting == "npu_config_proto":
+        config = npu_config_proto(config)
+        if not which.startswith("npu"):  # the same session options, without the NpuOptimizer
+            rewrite = config.graph_options.rewrite_options
+            rewrite.ClearField("memory_optimization")  # npu_config_proto keeps a hand-built config's setting
+            del rewrite.custom_optimizers[:]
+    return config
+
+
+def session_rewrite_time(meta, setting: str, repeats: int) -> None:
+    """What the rewrite adds to a Session's whole Grappler run (every default optimizer, iteration and
+    function, as a Session's first step runs them) under one configuration: the run with the precision
+    pass, or every pass, less the run without NpuOptimizer; over auto_mixed_precision_cpu alone, one
+    iteration (it cannot run in Grappler's default set here: OptimizeGraph gives its nodes no devices).
+    Interleaved; per repeat one ratio, median (range) printed."""
+    configs = {which: session_rewrite_config(setting, which) for which in ("plain", "npu", "npu_all")}
+    configs["tf_amp"] = bench_precision.optimize_config("tf_amp")
+    times = {which: [] for which in configs}
     for _ in range(repeats):
-        report = run_pipeline(graph_def, options, item).report
-        totals.append(report.seconds * 1000)
-        for record in report.passes:
-            passes[record.name].append(record.seconds * 1000)
-    parts = ", ".join(f"{name} {statistics.median(values):.0f}" for name, values in passes.items())
-    rest = statistics.median(totals) - sum(statistics.median(values) for values in passes.values())
-    print(f"  in-process pipeline {statistics.median(totals):.0f} ms: {parts}, the rest {rest:.0f} (ms, medians)")
+        for which, config in configs.items():
+            started = time.perf_counter()
+            tf_optimizer.OptimizeGraph(config, meta)
+            times[which].append(time.perf_counter() - started)
+    added = {which: [t - p for t, p in zip(times[which], times["plain"])] for which in ("npu", "npu_all")}
+    print(f"  {setting}: a Session's whole Grappler run {statistics.median(times['plain']) * 1000:.0f} ms without "
+          f"NpuOptimizer; added by the precision pass {statistics.median(added['npu']) * 1000:.0f} ms, by every pass "
+          f"{statistics.median(added['npu_all']) * 1000:.0f} ms; auto_mixed_precision_cpu alone "
+          f"{statistics.median(times['tf_amp']) * 1000:.0f} ms (medians)")
+    for label, which, target in (("precision pass / auto_mixed_precision_cpu", "npu", 1.0),
+                                 ("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2)):
+        ratios = [a / b for a, b in zip(added[which], times["tf_amp"])]
+        print(f"    {label:<54} {ratio_text(ratios, target)}")
 
 
 # ------------------------------------------------------------------------------------ model sweep

@@ -1,0 +1,188 @@
+"""Where a simulated first step goes, against the plain first step, on the sweep's Keras models.
+
+    python benchmarks/bench_first_step.py [--models ResNet50,EfficientNetB0] [--rounds 2]
+
+Per model (npu_sim_bridge.testing.zoo's Keras application as a TF1 training graph, batch 8):
+1. first step, plain (ConfigProto()) vs simulated (the sweep's "mixed" run: allow_mix_precision, every
+   pass, a hand-built ConfigProto with the remapper on): fresh Sessions, the two kinds interleaved,
+   --rounds rounds, best kept. The variables' initializer runs first and is not counted.
+2. the simulated first step taken apart, in one more Session of each kind under TensorFlow's profiler
+   (host events by name) and a wrapper around npu_sim_bridge.native.entry.optimize (every call
+   NpuOptimizer makes into Python, by graph):
+   - the rewrite: the pipeline on the training graph (report seconds, by pass), then the rest of the
+     Python entry (parsing, serialising the GraphDef, the nothing-new check);
+   - Grappler's later iterations and the function items (GeOp bodies): the entry's other calls;
+   - Grappler as a whole and function instantiation: the profiler's host events;
+   - the first run of the kernels: the step's executor time, the rounding kernels apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+
+from npu_sim_bridge.native import entry  # noqa: E402
+from npu_sim_bridge.report import history  # noqa: E402
+from npu_sim_bridge.testing import sweep, zoo  # noqa: E402
+
+_v1 = tf.compat.v1
+_v1.disable_eager_execution()
+ROUNDING_OPS = ("NpuSimRoundToFloat16",)
+
+
+def config(kind):
+    return _v1.ConfigProto() if kind == "plain" else sweep.session_config("mixed", remapping=True)
+
+
+def first_step(model, kind, feed, trace=False):
+    """Seconds of the first training step in a fresh Session (the initializer run before, uncounted)."""
+    with _v1.Session(graph=model.graph, config=config(kind)) as sess:
+        sess.run(model.init_op)
+        history.clear_reports()
+        options = _v1.RunOptions(trace_level=_v1.RunOptions.FULL_TRACE) if trace else None
+        metadata = _v1.RunMetadata()
+        started = time.perf_counter()
+        sess.run([model.loss, model.train_op], feed, options=options, run_metadata=metadata)
+        seconds = time.perf_counter() - started
+        second = _v1.RunMetadata()
+        sess.run([model.loss, model.train_op], feed, options=options, run_metadata=second)
+    return seconds, metadata, second
+
+
+def kernel_seconds(metadata):
+    """(all kernels, rounding kernels) summed over the step's node stats, in seconds."""
+    total = rounding = 0.0
+    for device in metadata.step_stats.dev_stats:
+        for stats in device.node_stats:
+            micros = stats.all_end_rel_micros / 1e6
+            op = stats.timeline_label.split(" = ", 1)[1].split("(", 1)[0] if " = " in stats.timeline_label else ""
+            if op in ("StatefulPartitionedCall", "PartitionedCall"):
+                continue  # a GeOp's call: its body's ops count
+            total += micros
+            rounding += micros if op in ROUNDING_OPS else 0.0
+    return total, rounding
+
+
+class EntryCalls:
+    """Wraps entry.optimize: seconds per call, with the item id."""
+
+    def __init__(self):
+        self.calls = []
+        self._original = entry.optimize
+
+    def __enter__(self):
+        def timed(item_id, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return self._original(item_id, *args, **kwargs)
+            finally:
+                self.calls.append((item_id, time.perf_counter() - started))
+        entry.optimize = timed
+        return self
+
+    def __exit__(self, *exc):
+        entry.optimize = self._original
+
+
+def profiled(model, kind, feed):
+    """(first-step seconds, host events {name: seconds}, entry calls, reports, first and second metadata)."""
+    logdir = tempfile.mkdtemp(prefix="first_step_")
+    try:
+        with EntryCalls() as calls:
+            tf.profiler.experimental.start(logdir)
+            try:
+                seconds, first, second = first_step(model, kind, feed)
+            finally:
+                tf.profiler.experimental.stop()
+        reports = list(history.recent_reports())
+        events = collections.Counter()
+        for path in glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True):
+            space = xplane_pb2.XSpace.FromString(open(path, "rb").read())
+            for plane in space.planes:
+                if not plane.name.startswith("/host:CPU"):
+                    continue
+                names = {key: meta.name for key, meta in plane.event_metadata.items()}
+                for line in plane.lines:
+                    for event in line.events:
+                        events[names.get(event.metadata_id, "?")] += event.duration_ps / 1e12
+        return seconds, events, calls.calls, reports, first, second
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
+
+
+def _matching(events, *needles):
+    return sum(value for name, value in events.items() if any(needle in name for needle in needles))
+
+
+def breakdown(name, model, feed):
+    plain_s, plain_events, _, _, _, _ = profiled(model, "plain", feed)
+    sim_s, events, calls, reports, _, _ = profiled(model, "simulated", feed)
+    main = [r for r in reports if r.item_id == "tf_graph" and not r.rerun]
+    main_report = max(main, key=lambda r: r.nodes_before) if main else None
+    rewrite = main_report.seconds if main_report else 0.0
+    main_calls = [s for item, s in calls if item == "tf_graph"]
+    print(f"  {name}: traced first step, plain {plain_s:.2f} s, simulated {sim_s:.2f} s")
+    if main_report:
+        passes = ", ".join(f"{p.name} {p.seconds * 1000:.0f}" for p in main_report.passes)
+        print(f"    rewrite of the training graph ({main_report.nodes_before} nodes): {rewrite:.2f} s "
+              f"(ms: {passes})")
+    print(f"    NpuOptimizer's Python entry: {len(calls)} calls, {sum(s for _, s in calls):.2f} s; on the main "
+          f"graph {len(main_calls)} calls {sum(main_calls):.2f} s (the first {main_calls[0] if main_calls else 0:.2f} s"
+          f"), on function items {len(calls) - len(main_calls)} calls "
+          f"{sum(s for item, s in calls if item != 'tf_graph'):.2f} s")
+    for label, needles in (("Grappler (meta optimizer, all items)", ("MetaOptimizer", "Grappler")),
+                           ("function instantiation", ("Instantiate",)),
+                           ("graph partition / executor creation", ("Partition", "NewLocalExecutor",
+                                                                    "CreateGraphs"))):
+        print(f"    {label:<42} plain {_matching(plain_events, *needles):6.2f} s  simulated "
+              f"{_matching(events, *needles):6.2f} s")
+    _, plain_first, plain_second = first_step(model, "plain", feed, trace=True)
+    _, first, second = first_step(model, "simulated", feed, trace=True)
+    for label, metadata_pair in (("plain", (plain_first, plain_second)), ("simulated", (first, second))):
+        (total1, round1), (total2, round2) = (kernel_seconds(m) for m in metadata_pair)
+        print(f"    kernels {label:<10} first step {total1:6.2f} s (rounding {round1:.2f}), second "
+              f"{total2:6.2f} s (rounding {round2:.2f}) (traced runs, kernel times summed)")
+    top = [(n, s) for n, s in events.most_common(60) if s > 0.05][:30]
+    print("    simulated: the longest host events (s, summed; nested events count in their parents too): "
+          + "; ".join(f"{n} {s:.2f}" for n, s in top))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="ResNet50,EfficientNetB0")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-breakdown", action="store_true")
+    args = parser.parse_args()
+    names = [name for name in args.models.split(",") if name]
+    builders = {name: build for name, build in zoo.sweep_builders(names).items() if name in names}
+    print(f"first training step, simulated (allow_mix_precision, hand-built ConfigProto) / plain, fresh Sessions "
+          f"interleaved, best of {args.rounds}")
+    for name, build in builders.items():
+        model = build()
+        feed = model.feed(np.random.default_rng(0))
+        best = {"plain": float("inf"), "simulated": float("inf")}
+        for _ in range(args.rounds):
+            for kind in best:
+                best[kind] = min(best[kind], first_step(model, kind, feed)[0])
+        nodes = len(model.graph.as_graph_def().node)
+        print(f"  {name:<16} {nodes:>6} nodes  plain {best['plain']:6.2f} s  simulated {best['simulated']:6.2f} s  "
+              f"{best['simulated'] / best['plain']:5.2f}x", flush=True)
+        if not args.no_breakdown:
+            breakdown(name, model, feed)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
