@@ -115,11 +115,13 @@ def run_command(path, argv=(), shadow=False, all_sessions=False, tf1=True):
 
 
 def _print_summaries(earlier):
-    """One line per graph the run rewrote (report/summary.py), on stderr, unless NPU_SIM_SUMMARY printed it."""
+    """One line per graph the run's Sessions rewrote (report/summary.py), on stderr, unless NPU_SIM_SUMMARY
+    printed it already; offline rewrites the script or the profiler's estimate made (item "offline") get none."""
     from npu_sim_bridge.report import recent_reports, summary
 
     for report in recent_reports():
-        if id(report) not in earlier and not report.rerun and not summary.summarized(report):
+        if (id(report) not in earlier and not report.rerun and report.item_id != "offline"
+                and not summary.summarized(report)):
             summary.print_line(report)
 
 

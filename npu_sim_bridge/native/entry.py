@@ -96,8 +96,8 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, table, facts, fetch, fe
     try:
         from npu_sim_bridge.config import parse_parameter_map
         from npu_sim_bridge.passes import ItemInfo, run_pipeline
-        from npu_sim_bridge.report.publish import dump_request, publish
         from npu_sim_bridge.passes.pipeline import nothing_new
+        from npu_sim_bridge.report.publish import dump_request, publish
 
         config = rewriter_config_pb2.RewriterConfig.CustomGraphOptimizer.FromString(config_bytes)
         _check_name(config.name)
@@ -112,7 +112,7 @@ def _rewrite_or_message(item_id, graph_bytes, graph_def, table, facts, fetch, fe
         dump = dump_request()
         result = run_pipeline(graph_def, options, item, source_bytes=graph_bytes, table=table,
                               keep_stage=dump.wants if dump else None)
-        publish(result, options, dump)  # report, history, log, DUMP_GE_GRAPH: before the digest is added
+        publish(result, options, dump, announce=True)  # report, history, log, DUMP_GE_GRAPH: before the digest
         rewritten = result.graph_def
         if rewritten.node:
             rewritten.node[0].attr[OPTIONS_ATTR].s = digest.encode("ascii")

@@ -7,7 +7,8 @@ after it, which writes, in this order:
   - the DUMP_GE_GRAPH files (envvars/graph_dump.py);
   - the INFO log of the rewrite (envvars/logs.py);
   - the report files and views where sim_report_dir says (<graph id>.json/.txt/.pbtxt/.html, TensorBoard);
-  - with NPU_SIM_SUMMARY=1, the one-line summary of the graph on stderr (report/summary.py).
+  - for a Session's graph (`announce`) and NPU_SIM_SUMMARY=1, its one-line summary on stderr
+    (report/summary.py); an offline rewrite (`rewrite`, `npu-sim inspect`, an estimate) prints none.
 A later Grappler iteration over an already rewritten graph (`report.rerun`) is only remembered.
 """
 
@@ -39,8 +40,9 @@ def dump_request(environ=None) -> graph_dump.DumpRequest | None:
     return graph_dump.from_environment(environ)
 
 
-def publish(result, options, dump: graph_dump.DumpRequest | None = None) -> Published:
-    """Write what the rewrite `result` (a PipelineResult) leaves behind, as `options` and `dump` ask.
+def publish(result, options, dump: graph_dump.DumpRequest | None = None, announce: bool = False) -> Published:
+    """Write what the rewrite `result` (a PipelineResult) leaves behind, as `options` and `dump` ask;
+    `announce`: a Session's graph, whose summary line NPU_SIM_SUMMARY asks for.
 
     Raises ConfigError naming sim_report_dir or DUMP_GRAPH_PATH when a folder cannot be written.
     """
@@ -58,7 +60,7 @@ def publish(result, options, dump: graph_dump.DumpRequest | None = None) -> Publ
         published.report = _write_report(directory, result)
     from npu_sim_bridge.report import summary
 
-    if summary.wanted():
+    if announce and summary.wanted():
         summary.print_line(report)
     return published
 
