@@ -12,8 +12,10 @@ Per model (npu_sim_bridge.testing.zoo's Keras application as a TF1 training grap
    - the rewrite: the pipeline on the training graph (report seconds, by pass), then the rest of the
      Python entry (parsing, serialising the GraphDef, the nothing-new check);
    - Grappler's later iterations and the function items (GeOp bodies): the entry's other calls;
-   - Grappler as a whole and function instantiation: the profiler's host events;
-   - the first run of the kernels: the step's executor time, the rounding kernels apart.
+   - the GeOp calls' first run (body instantiation, Grappler over the body): the profiler's
+     PartitionedCallOp events, over plain;
+   - the first run of the kernels: kernel times of a traced first step, the rounding kernels apart;
+   - the rest: what no trace shows (Grappler's C++ optimizers, session setup), by difference.
 """
 
 from __future__ import annotations
@@ -46,11 +48,14 @@ def config(kind):
     return _v1.ConfigProto() if kind == "plain" else sweep.session_config("mixed", remapping=True)
 
 
-def first_step(model, kind, feed, trace=False):
-    """Seconds of the first training step in a fresh Session (the initializer run before, uncounted)."""
+def first_step(model, kind, feed, trace=False, before_step=None):
+    """Seconds of the first training step in a fresh Session (the initializer run before, uncounted;
+    `before_step` called between the two)."""
     with _v1.Session(graph=model.graph, config=config(kind)) as sess:
         sess.run(model.init_op)
         history.clear_reports()
+        if before_step is not None:
+            before_step()
         options = _v1.RunOptions(trace_level=_v1.RunOptions.FULL_TRACE) if trace else None
         metadata = _v1.RunMetadata()
         started = time.perf_counter()
@@ -103,7 +108,7 @@ def profiled(model, kind, feed):
         with EntryCalls() as calls:
             tf.profiler.experimental.start(logdir)
             try:
-                seconds, first, second = first_step(model, kind, feed)
+                seconds, first, second = first_step(model, kind, feed, before_step=calls.calls.clear)
             finally:
                 tf.profiler.experimental.stop()
         reports = list(history.recent_reports())
@@ -132,28 +137,26 @@ def breakdown(name, model, feed):
     main = [r for r in reports if r.item_id == "tf_graph" and not r.rerun]
     main_report = max(main, key=lambda r: r.nodes_before) if main else None
     rewrite = main_report.seconds if main_report else 0.0
-    main_calls = [s for item, s in calls if item == "tf_graph"]
     print(f"  {name}: traced first step, plain {plain_s:.2f} s, simulated {sim_s:.2f} s")
     if main_report:
         passes = ", ".join(f"{p.name} {p.seconds * 1000:.0f}" for p in main_report.passes)
         print(f"    rewrite of the training graph ({main_report.nodes_before} nodes): {rewrite:.2f} s "
               f"(ms: {passes})")
-    print(f"    NpuOptimizer's Python entry: {len(calls)} calls, {sum(s for _, s in calls):.2f} s; on the main "
-          f"graph {len(main_calls)} calls {sum(main_calls):.2f} s (the first {main_calls[0] if main_calls else 0:.2f} s"
-          f"), on function items {len(calls) - len(main_calls)} calls "
-          f"{sum(s for item, s in calls if item != 'tf_graph'):.2f} s")
-    for label, needles in (("Grappler (meta optimizer, all items)", ("MetaOptimizer", "Grappler")),
-                           ("function instantiation", ("Instantiate",)),
-                           ("graph partition / executor creation", ("Partition", "NewLocalExecutor",
-                                                                    "CreateGraphs"))):
-        print(f"    {label:<42} plain {_matching(plain_events, *needles):6.2f} s  simulated "
-              f"{_matching(events, *needles):6.2f} s")
-    _, plain_first, plain_second = first_step(model, "plain", feed, trace=True)
+    entry_s = sum(seconds for _, seconds in calls)
+    geop_s = _matching(events, "PartitionedCallOp") - _matching(plain_events, "PartitionedCallOp")
+    _, plain_first, _ = first_step(model, "plain", feed, trace=True)
     _, first, second = first_step(model, "simulated", feed, trace=True)
-    for label, metadata_pair in (("plain", (plain_first, plain_second)), ("simulated", (first, second))):
-        (total1, round1), (total2, round2) = (kernel_seconds(m) for m in metadata_pair)
-        print(f"    kernels {label:<10} first step {total1:6.2f} s (rounding {round1:.2f}), second "
-              f"{total2:6.2f} s (rounding {round2:.2f}) (traced runs, kernel times summed)")
+    (plain_kernels, _), (sim_kernels, rounding) = kernel_seconds(plain_first), kernel_seconds(first)
+    (_, rounding_second) = kernel_seconds(second)
+    rest = sim_s - plain_s - entry_s - geop_s - (sim_kernels - plain_kernels)
+    print(f"    NpuOptimizer's Python entry, {len(calls)} calls (this Session's graphs and Grappler's later "
+          f"iterations over them): {entry_s:.2f} s, of which the training graph's rewrite {rewrite:.2f} s")
+    print(f"    GeOp calls' first run (PartitionedCallOp: instantiating each body, Grappler over it, its kernels), "
+          f"over plain: {geop_s:.2f} s")
+    print(f"    kernels, summed over a traced first step: plain {plain_kernels:.2f} s, simulated {sim_kernels:.2f} s, "
+          f"of which the rounding kernels {rounding:.2f} s (second step {rounding_second:.2f} s)")
+    print(f"    the rest (Grappler's C++ optimizers on the rewritten graph and its functions, session setup; not "
+          f"traced): {rest:.2f} s")
     top = [(n, s) for n, s in events.most_common(60) if s > 0.05][:30]
     print("    simulated: the longest host events (s, summed; nested events count in their parents too): "
           + "; ".join(f"{n} {s:.2f}" for n, s in top))

@@ -171,6 +171,23 @@ def rewrite_time(args) -> None:
         session_rewrite_time(meta, setting, args.repeats)
 
 
+def pipeline_breakdown(model, repeats: int) -> None:
+    """Where the whole pipeline's time goes, in process: median ms per pass (each with the validation
+    after it); the rest is the GraphDef copy, the input graph's check, the stamps and the output."""
+    options = from_dict({"precision_mode": "allow_mix_precision", "sim_passes": "all"})
+    item = ItemInfo(id="bench", fetch=tuple(model.fetch_names()))
+    graph_def = model.graph_def()
+    totals, passes = [], collections.defaultdict(list)
+    for _ in range(repeats):
+        report = run_pipeline(graph_def, options, item).report
+        totals.append(report.seconds * 1000)
+        for record in report.passes:
+            passes[record.name].append(record.seconds * 1000)
+    parts = ", ".join(f"{name} {statistics.median(values):.0f}" for name, values in passes.items())
+    rest = statistics.median(totals) - sum(statistics.median(values) for values in passes.values())
+    print(f"  in-process pipeline {statistics.median(totals):.0f} ms: {parts}, the rest {rest:.0f} (ms, medians)")
+
+
 def session_rewrite_config(setting: str, which: str) -> config_pb2.ConfigProto:
     """The Grappler configuration of a Session: a hand-built ConfigProto as the seed scripts write it
     ("user": Grappler's default optimizers, the remapper on) or that ConfigProto through
