@@ -132,8 +132,9 @@ def write_digests(out: str, only: list[str] | None, sets: list[str]) -> None:
             entry = digests[key]
             print(f"{key:40s} {entry.get('graph', entry.get('error', ''))[:16]:16s} "
                   f"{time.perf_counter() - began:6.1f} s", flush=True)
-            with open(out, "w", encoding="utf-8") as handle:  # after each: a long sweep cut short still counts
+            with open(out + ".partial", "w", encoding="utf-8") as handle:  # after each: a sweep cut short counts
                 json.dump(digests, handle)
+            os.replace(out + ".partial", out)  # whole, for a comparison that reads it meanwhile
     print(f"wrote {len(digests)} digests to {out}")
 
 
