@@ -32,11 +32,11 @@ def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str
     fetch = list(fetches) if fetches is not None else list(default_fetches)
     graph_def, _ = with_batch(graph_def, batch)
     clock.lap("load")
-    shapes = infer_shapes(graph_def, only=[node.name for node in step_nodes(graph_def, fetch)])
-    clock.lap("shapes")
     parsed = from_any(options if options is not None else None)
     result = rewrite(graph_def, options, fetches=fetch if fetches is not None or fetch else None)
     clock.lap("rewrite")
+    shapes = infer_shapes(graph_def, only=_costed_nodes(graph_def, result.graph_def, fetch))
+    clock.lap("shapes")
     walked = walk(result.graph_def, fetch, shapes, result.report.nodes, load_library(parsed.get("sim_ops_info_path")
                                                                                     or None), hw, batch)
     clock.lap("walk")
@@ -48,6 +48,16 @@ def estimate(graph: Any, options: Any = None, batch: int | None = None, soc: str
     step.rewrite = result
     step.graph_def = graph_def  # the graph as estimated (the batch set), before the rewrite
     return step
+
+
+def _costed_nodes(graph_def, rewritten, fetch) -> list:
+    """The nodes of `graph_def` whose shapes the walk reads: those the rewritten step runs outside GeOps and
+    every node of the rewritten graph's functions (a GeOp runs its whole body, also nodes the fetches do not
+    need), with their inputs. The saver and the initializers are left out when the step does not run them."""
+    wanted = {node.name for node in step_nodes(rewritten, fetch)}
+    for function in rewritten.library.function:
+        wanted.update(node.name for node in function.node_def)
+    return [node.name for node in step_nodes(graph_def, sorted(wanted))]
 
 
 def _fed_batch(graph_def) -> int | None:

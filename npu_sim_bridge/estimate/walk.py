@@ -293,7 +293,11 @@ def walk(graph_def, fetches, shapes, decisions, library, hw, batch) -> Walked:
             if nbytes:
                 boundaries.append(Boundary(geop, "out", f"{geop}:{port}", float(nbytes)))
     feeds_geop = {node_name(i) for g in geops for i in by_name[g].input}
-    splitters = sorted({s for s in splitters if s in step and _reaches(s, feeds_geop, by_name, step)})
+    consumers: dict = {}
+    for name in step:
+        for inp in by_name[name].input:
+            consumers.setdefault(node_name(inp), []).append(name)
+    splitters = sorted({s for s in splitters if s in step and _reaches(s, feeds_geop, by_name, consumers)})
     return Walked(walker.records, geops, boundaries, splitters, walker.loops)
 
 
@@ -302,12 +306,9 @@ def _port(name: str) -> int:
     return int(parts[1]) if len(parts) > 1 else 0
 
 
-def _reaches(start, targets, by_name, step) -> bool:
-    """Whether a host node that reads a GeOp feeds (through host nodes) a GeOp input: it splits the graph."""
-    consumers = {}
-    for name in step:
-        for inp in by_name[name].input:
-            consumers.setdefault(node_name(inp), []).append(name)
+def _reaches(start, targets, by_name, consumers) -> bool:
+    """Whether a host node that reads a GeOp feeds (through host nodes) a GeOp input: it splits the graph.
+    `consumers`: node name -> the step's nodes reading it (built once: a step may have hundreds of such nodes)."""
     seen, stack = {start}, [start]
     while stack:
         name = stack.pop()
