@@ -93,8 +93,8 @@ SLOW_TEST_FILES = frozenset({
     # browsers
     "test_browser.py", "test_picture_screenshots.py",
     # big models
-    "test_dump_models.py", "test_estimate_anchors.py", "test_layout_cpu.py", "test_model_sweep.py", "test_models.py",
-    "test_partition_carry.py", "test_precision_templates.py",
+    "test_dump_models.py", "test_estimate_anchors.py", "test_estimate_sweep.py", "test_layout_cpu.py",
+    "test_model_sweep.py", "test_models.py", "test_partition_carry.py", "test_precision_templates.py",
 })
 
 
