@@ -17,8 +17,8 @@ hits both alike; printed as the median over repeats and the range):
    Grappler runs only the optimizer named there, so the remapper setting does not enter these rows.
    The graph is Keras ResNet50 as a TF 2.15 user builds it in graph mode (testing.models.resnet50:
    control flow v2, the learning phase a placeholder). Then, per configuration (user / npu_config_proto
-   as in row 1), what each rewrite adds to a Session's whole Grappler run (every default optimizer,
-   iteration and function) over auto_mixed_precision_cpu alone.
+   as in row 1), NpuOptimizer's own time (its Python entry, every call) inside a Session's whole
+   Grappler run (every default optimizer, iteration and function) over auto_mixed_precision_cpu alone.
    With --profile: the step time per op type (TensorFlow step stats of 10 traced steps), plain vs
    kernel, to show where the rest of the cost is.
 3. The model sweep's models (npu_sim_bridge.testing.sweep, benchmarks/bench_models.py): the training
@@ -191,8 +191,8 @@ def pipeline_breakdown(model, repeats: int) -> None:
 def session_rewrite_config(setting: str, which: str) -> config_pb2.ConfigProto:
     """The Grappler configuration of a Session: a hand-built ConfigProto as the seed scripts write it
     ("user": Grappler's default optimizers, the remapper on) or that ConfigProto through
-    npu_config_proto (remapper off). which: plain (no NpuOptimizer), npu (NpuOptimizer, precision
-    pass), npu_all (every pass)."""
+    npu_config_proto (remapper off). which: npu (NpuOptimizer, precision pass), npu_all (every pass),
+    or anything else for the same options without NpuOptimizer."""
     config = config_pb2.ConfigProto()
     rewrite = config.graph_options.rewrite_options
     if which.startswith("npu"):
@@ -210,27 +210,46 @@ def session_rewrite_config(setting: str, which: str) -> config_pb2.ConfigProto:
 
 
 def session_rewrite_time(meta, setting: str, repeats: int) -> None:
-    """What the rewrite adds to a Session's whole Grappler run (every default optimizer, iteration and
-    function, as a Session's first step runs them) under one configuration: the run with the precision
-    pass, or every pass, less the run without NpuOptimizer; over auto_mixed_precision_cpu alone, one
-    iteration (it cannot run in Grappler's default set here: OptimizeGraph gives its nodes no devices).
-    Interleaved; per repeat one ratio, median (range) printed."""
-    configs = {which: session_rewrite_config(setting, which) for which in ("plain", "npu", "npu_all")}
+    """NpuOptimizer's own time inside a Session's whole Grappler run (every default optimizer, iteration
+    and function, as a Session's first step runs them) under one configuration: every call Grappler
+    makes into its Python entry, summed, with the precision pass or every pass; over
+    auto_mixed_precision_cpu alone, one iteration (it cannot run in Grappler's default set here:
+    OptimizeGraph gives its nodes no devices). A difference of whole runs cannot stand in: the
+    rewritten graph leaves Grappler's later optimizers less to do. Interleaved; per repeat one ratio."""
+    from npu_sim_bridge.native import entry
+
+    configs = {which: session_rewrite_config(setting, which) for which in ("npu", "npu_all")}
     configs["tf_amp"] = bench_precision.optimize_config("tf_amp")
     times = {which: [] for which in configs}
-    for _ in range(repeats):
-        for which, config in configs.items():
-            started = time.perf_counter()
-            tf_optimizer.OptimizeGraph(config, meta)
-            times[which].append(time.perf_counter() - started)
-    added = {which: [t - p for t, p in zip(times[which], times["plain"])] for which in ("npu", "npu_all")}
-    print(f"  {setting}: a Session's whole Grappler run {statistics.median(times['plain']) * 1000:.0f} ms without "
-          f"NpuOptimizer; added by the precision pass {statistics.median(added['npu']) * 1000:.0f} ms, by every pass "
-          f"{statistics.median(added['npu_all']) * 1000:.0f} ms; auto_mixed_precision_cpu alone "
+    whole = {which: [] for which in configs}
+    original = entry.optimize
+    spent = []
+
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - started)
+
+    entry.optimize = timed
+    try:
+        for _ in range(repeats):
+            for which, config in configs.items():
+                spent.clear()
+                started = time.perf_counter()
+                tf_optimizer.OptimizeGraph(config, meta)
+                whole[which].append(time.perf_counter() - started)
+                times[which].append(sum(spent) if which != "tf_amp" else whole[which][-1])
+    finally:
+        entry.optimize = original
+    print(f"  {setting}: NpuOptimizer's own time in a Session's whole Grappler run (that run "
+          f"{statistics.median(whole['npu']) * 1000:.0f} ms): precision pass {statistics.median(times['npu']) * 1000:.0f}"
+          f" ms, every pass {statistics.median(times['npu_all']) * 1000:.0f} ms; auto_mixed_precision_cpu alone "
           f"{statistics.median(times['tf_amp']) * 1000:.0f} ms (medians)")
     for label, which, target in (("precision pass / auto_mixed_precision_cpu", "npu", 1.0),
                                  ("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2)):
-        ratios = [a / b for a, b in zip(added[which], times["tf_amp"])]
+        ratios = [a / b for a, b in zip(times[which], times["tf_amp"])]
         print(f"    {label:<54} {ratio_text(ratios, target)}")
 
 
