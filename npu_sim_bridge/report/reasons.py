@@ -94,12 +94,17 @@ _PLAIN_HOST: dict[str, Reason] = {}
 
 
 def host(code: str, **details) -> Reason:
-    """A placement reason: the node stays on the host (`code` without its "host." prefix)."""
+    """A placement reason: the node stays on the host (`code` without its "host." prefix). A code with no
+    template is refused (ValueError): a reason the report cannot word is a programming error."""
+    full = _HOST_CODES.get(code)
+    if full is None:
+        raise ValueError(f"unknown host reason code {code!r}: add a template for 'host.{code}' to report/reasons.py "
+                         f"or use one of {', '.join(sorted(_HOST_CODES))}")
     if details:
-        return Reason(_HOST_CODES.get(code) or "host." + code, details)
+        return Reason(full, details)
     plain = _PLAIN_HOST.get(code)
     if plain is None:
-        plain = _PLAIN_HOST[code] = Reason(_HOST_CODES.get(code) or "host." + code, {})
+        plain = _PLAIN_HOST[code] = Reason(full, {})
     return plain
 
 
