@@ -186,6 +186,8 @@ def picture_data(report, graph_def) -> dict:
         "totals": {"nodes": len(rows), "edges": len(links), "groups": len(groups), "lists": dict(counts),
                    "placements": dict(collections.Counter(row["p"] or "-" for row in rows))},
         "warnings": list(report.warnings) if report is not None else [],
+        # The report's own counts (report/counts.py), which the text and JSON report give too.
+        "counts": dict(report.counts or {}) if report is not None else {},
     }
 
 
@@ -193,8 +195,6 @@ def _natural(name: str) -> list:
     """GeOp1_2 before GeOp1_10."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
-        # The report's own counts (report/counts.py), which the text and JSON report give too.
-        "counts": dict(report.counts or {}) if report is not None else {},
 
 def _dtype(decision) -> str:
     if decision is None or decision.dtype_before is None:
