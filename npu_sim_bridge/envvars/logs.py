@@ -28,6 +28,10 @@ LEVELS = {"0": logging.DEBUG, "1": logging.INFO, "2": logging.WARNING, "3": logg
 _FORMAT = "[%(levelname)s] NPU_SIM(%(process)d,%(processName)s):%(asctime)s [%(module)s] %(message)s"
 
 
+class AscendEnvironmentWarning(UserWarning):
+    """An Ascend logging variable that cannot be honoured (printed as one line, as this package's warnings are)."""
+
+
 def apply_logging_environment(environ=None) -> logging.Handler | None:
     """Configure the npu_sim_bridge logger from the Ascend variables; returns the handler it added."""
     environ = os.environ if environ is None else environ
@@ -40,7 +44,8 @@ def apply_logging_environment(environ=None) -> logging.Handler | None:
     level = LEVELS.get(raw)
     if level is None:
         warnings.warn(f"environment variable ASCEND_GLOBAL_LOG_LEVEL={raw!r} is invalid and was ignored; it "
-                      "should be one of 0 (debug), 1 (info), 2 (warning), 3 (error), 4 (null)", stacklevel=2)
+                      "should be one of 0 (debug), 1 (info), 2 (warning), 3 (error), 4 (null)", AscendEnvironmentWarning,
+                      stacklevel=2)
         return None
     logger = logging.getLogger(LOGGER_NAME)
     for handler in list(logger.handlers):  # one handler from the environment, even if applied twice
@@ -72,7 +77,7 @@ def _plog_path(environ) -> str | None:
         writable, reason = False, error.strerror or str(error)
     if not writable:
         warnings.warn(f"{what} cannot be used ({reason}); the npu_sim_bridge log goes to standard error instead: "
-                      "point ASCEND_PROCESS_LOG_PATH at a writable folder", stacklevel=3)
+                      "point ASCEND_PROCESS_LOG_PATH at a writable folder", AscendEnvironmentWarning, stacklevel=3)
         return None
     return os.path.join(directory, f"plog-{os.getpid()}_{time.strftime('%Y%m%d%H%M%S')}.log")
 
