@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
-from npu_sim_bridge.native import entry  # noqa: E402
+from npu_sim_bridge.testing.grappler import EntryCallLog  # noqa: E402
 from npu_sim_bridge.report import history  # noqa: E402
 from npu_sim_bridge.testing import sweep, zoo  # noqa: E402
 
@@ -80,32 +80,11 @@ def kernel_seconds(metadata):
     return total, rounding
 
 
-class EntryCalls:
-    """Wraps entry.optimize: seconds per call, with the item id."""
-
-    def __init__(self):
-        self.calls = []
-        self._original = entry.optimize
-
-    def __enter__(self):
-        def timed(item_id, *args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return self._original(item_id, *args, **kwargs)
-            finally:
-                self.calls.append((item_id, time.perf_counter() - started))
-        entry.optimize = timed
-        return self
-
-    def __exit__(self, *exc):
-        entry.optimize = self._original
-
-
 def profiled(model, kind, feed):
     """(first-step seconds, host events {name: seconds}, entry calls, reports, first and second metadata)."""
     logdir = tempfile.mkdtemp(prefix="first_step_")
     try:
-        with EntryCalls() as calls:
+        with EntryCallLog() as calls:
             tf.profiler.experimental.start(logdir)
             try:
                 seconds, first, second = first_step(model, kind, feed, before_step=calls.calls.clear)

@@ -30,31 +30,10 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2  # noqa: E4
 from tensorflow.python.grappler import tf_optimizer  # noqa: E402
 
 import npu_sim_bridge  # noqa: E402,F401  (registers NpuOptimizer)
-from npu_sim_bridge.native import entry  # noqa: E402
+from npu_sim_bridge.testing.grappler import EntryCallLog  # noqa: E402
 from npu_sim_bridge.testing import models  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()
-
-
-class CallLog:
-    """Wraps the shim's Python entry point and keeps (item id, seconds) of each call."""
-
-    def __init__(self):
-        self.calls: list[tuple[str, float]] = []
-        self._original = entry.optimize
-
-    def __enter__(self):
-        def timed(item_id, *args):
-            started = time.perf_counter()
-            try:
-                return self._original(item_id, *args)
-            finally:
-                self.calls.append((item_id, time.perf_counter() - started))
-        entry.optimize = timed
-        return self
-
-    def __exit__(self, *exc):
-        entry.optimize = self._original
 
 
 def config(kind: str) -> config_pb2.ConfigProto:
@@ -102,7 +81,7 @@ def main():
     logs: dict[str, list] = {}
     for _ in range(args.repeats):
         for kind in ("plain", "user", "only"):
-            with CallLog() as log:
+            with EntryCallLog() as log:
                 started = time.perf_counter()
                 tf_optimizer.OptimizeGraph(config(kind), meta)
                 seconds = time.perf_counter() - started
