@@ -184,15 +184,37 @@ def test_journal_records_what_the_mutators_did():
     view.add_node(node_def_pb2.NodeDef(name="cast", op="Cast", input=["b"]))
     view.set_input("c", 0, "cast")
     view.set_input("c", 1, "b")  # a second change keeps the inputs c had when the journal opened
-    before = EditJournal.inputs_digest(("b", "a", "^b"))
-    assert list(journal.added) == ["cast"] and list(journal.rewired()) == [("c", before)]
-    assert journal.changed(view)
+    before = ("b", "a", "^b")
+    assert list(journal.added) == ["cast"] and list(journal.rewired()) == ["c"]
+    assert journal.edits("c") == [(EditJournal.SET, 0, "b"), (EditJournal.SET, 1, "a")]
+    assert journal.inputs_before(view, "c") == before and journal.changed(view)
     view.set_input("c", 0, "b")
     view.set_input("c", 1, "a")  # back to the inputs it had: nothing differs but the added node
-    assert journal.changed(view) and EditJournal.inputs_digest(view.input_texts("c")) == before
+    assert journal.changed(view) and tuple(view.input_texts("c")) == journal.inputs_before(view, "c") == before
     view.close_journal()
     view.remove_input("c", 2)
-    assert not journal.removed and list(journal.rewired()) == [("c", before)]
+    assert not journal.removed and list(journal.rewired()) == ["c"] and len(journal.edits("c")) == 4
+
+
+def test_journal_undoes_insertions_and_deletions_exactly():
+    """Inputs added, removed and replaced in any order are put back to what the node had, slot by slot:
+    an input list that differs from the one before in any string is seen as changed."""
+    view = GraphView(_graph(CHAIN))
+    journal = view.open_journal()
+    view.add_input("c", "^a")
+    view.add_input("c", "a:1")  # a data input goes before the control inputs
+    view.remove_input("c", -1)
+    view.set_input("c", 0, "a")
+    view.remove_input("c", 1)
+    assert list(view.input_texts("c")) == ["a", "a:1", "^b"]
+    assert journal.inputs_before(view, "c") == ("b", "a", "^b") and journal.changed(view)
+    assert [kind for kind, _, _ in journal.edits("c")] == [EditJournal.INSERT, EditJournal.INSERT,
+                                                           EditJournal.DELETE, EditJournal.SET,
+                                                           EditJournal.DELETE]
+    view.remove_input("c", 1)
+    view.add_input("c", "a")
+    view.set_input("c", 0, "b")
+    assert tuple(view.input_texts("c")) == ("b", "a", "^b") and not journal.changed(view)
 
 
 def test_journal_skips_added_nodes_and_follows_compaction():
@@ -209,7 +231,7 @@ def test_journal_skips_added_nodes_and_follows_compaction():
     view.remove_node("b")
     view.compact()
     view.set_input("c", 0, "a")  # rewired again after compaction: still one entry
-    assert [name for name, _ in journal.rewired()] == ["c"]
+    assert list(journal.rewired()) == ["c"] and journal.inputs_before(view, "c") == ("b", "a", "^b")
 
 
 def test_journal_knows_the_added_nodes_across_compaction():

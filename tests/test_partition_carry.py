@@ -99,3 +99,20 @@ def test_a_validated_graph_orders_the_carried_segments_by_its_ranks(built, mode,
     assert carried is not None and len(carried.segments) >= 1
     fresh = placement.fresh_proposal(ctx, [node.name for node in ctx.view.nodes()], functions, set())
     assert carried.segments == fresh.segments
+
+
+def test_a_rewired_input_that_no_chain_explains_makes_partition_propose_again(built):
+    """The journal keeps each edit (node, slot, old input): a node precision rewired whose input is then
+    pointed at another tensor is not carried; pointed back at its chain, it is carried again."""
+    ctx = _before_partition(built["keras_cnn"], from_dict(MODES["full sink, emulate"]))
+    view, journal = ctx.view, ctx.result(Proposed).journal
+    name, slot, text, other = next(
+        (name, slot, text, other) for name in journal.rewired() if name in view
+        for slot, text in enumerate(view.input_texts(name)) if text in journal.added
+        for other in view.input_texts(name)
+        if other not in journal.added and other != journal.inputs_before(view, name)[slot])
+    view.set_input(name, slot, other)
+    assert journal.inputs_before(view, name) != tuple(view.input_texts(name))
+    assert placement.carried_proposal(ctx, function_library(view)) is None
+    view.set_input(name, slot, text)
+    assert placement.carried_proposal(ctx, function_library(view)) is not None

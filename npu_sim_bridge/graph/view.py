@@ -60,47 +60,90 @@ class AddedNodes:
 
 class EditJournal:
     """What the mutators did since the journal was opened: nodes added (`added`, in order) and removed
-    (in order), and the other nodes whose inputs changed (`rewired`, in order), each with a digest of
-    its input strings as they were when the journal opened (`inputs_digest`).
+    (in order), and every edit to the inputs of a node that was there when it opened, as
+    (node, input slot, old value) records (`edits`; `rewired` lists those nodes, in the order they
+    were first edited). `inputs_before` undoes a node's edits on its inputs now, newest first, so the
+    inputs it had when the journal opened are known exactly.
 
-    A digest, not the inputs: the tuple a rewired node had, kept alive here beside the one it has
-    now, was a twentieth of a rewrite's peak memory on a graph that gains 20k Casts. Two lists of
-    inputs with equal digests are equal but with odds of 2**-64."""
+    The edits are kept in columns (see the design note at the top of the module): per edit its kind,
+    slot, old input string (None for an insertion) and the previous edit of the same node; per
+    rewired node its latest edit."""
+
+    SET, INSERT, DELETE = 0, 1, 2  # an edit's kind: input `slot` replaced, inserted, deleted
 
     def __init__(self, view: "GraphView"):
         self.added = AddedNodes(view)
         self.removed: dict[str, None] = {}
-        self._marked = bytearray(view.place_count())  # by place, from the view's nodes then: rewired
+        # By place, from the view's nodes then: 1 + the node's ordinal in `_rewired`, 0 if not rewired.
+        self._ordinal = array("i", bytes(4 * view.place_count()))
         self._rewired: list[str] = []
-        self._digests = array("q")
+        self._last = array("q")  # by ordinal: the node's latest edit
+        self._kind = array("b")  # by edit
+        self._slot = array("i")
+        self._previous = array("q")  # the same node's edit before, -1 for its first
+        self._old: list[str | None] = []
 
-    @staticmethod
-    def inputs_digest(texts: "Iterable[str]") -> int:
-        """The digest of a node's input strings, in order."""
-        return hash(tuple(texts))
+    def rewired(self) -> "Iterator[str]":
+        """Each node that was there when the journal opened and whose inputs were edited since (it may
+        have been removed since), in the order they were first edited."""
+        return iter(self._rewired)
 
-    def rewired(self) -> "Iterator[tuple[str, int]]":
-        """(name, the digest of its inputs when the journal opened) of each node rewired since that
-        was there then (it may have been removed since), in the order they were first rewired."""
-        return zip(self._rewired, self._digests)
+    def edits(self, name: str) -> "list[tuple[int, int, str | None]]":
+        """(kind, slot, old input string or None) of each edit to node `name`'s inputs, oldest first."""
+        found = []
+        if name in self._rewired:
+            at = self._last[self._rewired.index(name)]
+            while at >= 0:
+                found.append((self._kind[at], self._slot[at], self._old[at]))
+                at = self._previous[at]
+        found.reverse()
+        return found
+
+    def inputs_before(self, view: "GraphView", name: str) -> "tuple[str, ...]":
+        """The input strings node `name` (there now, and when the journal opened) had when the journal
+        opened: its inputs now with its edits undone, newest first."""
+        texts = list(view.input_texts(name))
+        ordinal = self._ordinal[view.place(name)] if view.place(name) < len(self._ordinal) else 0
+        if not ordinal:
+            return tuple(texts)
+        at = self._last[ordinal - 1]
+        kinds, slots, olds, previous = self._kind, self._slot, self._old, self._previous
+        while at >= 0:
+            kind, slot = kinds[at], slots[at]
+            if kind == self.SET:
+                texts[slot] = olds[at]
+            elif kind == self.INSERT:
+                del texts[slot]
+            else:
+                texts.insert(slot, olds[at])
+            at = previous[at]
+        return tuple(texts)
 
     def changed(self, view: "GraphView") -> bool:
         """Whether a node, or an edge of a node that was there when the journal opened, differs now."""
         return bool(self.added or self.removed) or any(
-            self.inputs_digest(view.input_texts(name)) != before
-            for name, before in self.rewired() if name in view)
+            tuple(view.input_texts(name)) != self.inputs_before(view, name)
+            for name in self._rewired if name in view)
 
-    def _note(self, at: int, name: str, held: "str | tuple[str, ...]") -> None:
-        """Before node `name` (at place `at`) gets new inputs: its inputs now, if it is the first time."""
-        marked = self._marked
-        if at < len(marked) and not marked[at]:  # (a node added since has a place past them all)
-            marked[at] = 1
+    def _record(self, at: int, name: str, kind: int, slot: int, old: "str | None") -> None:
+        """Node `name` (at place `at`) has its input `slot` edited (`old` its string before)."""
+        ordinals = self._ordinal
+        if at >= len(ordinals):  # a node added since has a place past them all
+            return
+        ordinal = ordinals[at]
+        if not ordinal:
             self._rewired.append(name)
-            self._digests.append(self.inputs_digest(edges(held)))
+            self._last.append(-1)
+            ordinal = ordinals[at] = len(self._rewired)
+        self._kind.append(kind)
+        self._slot.append(slot)
+        self._old.append(old)
+        self._previous.append(self._last[ordinal - 1])
+        self._last[ordinal - 1] = len(self._old) - 1
 
     def _compact(self, start: int, end: int) -> None:
         """The view drops the places [start, end)."""
-        del self._marked[start:end]
+        del self._ordinal[start:end]
 
 
 class GraphView:
@@ -374,10 +417,6 @@ class GraphView:
     def close_journal(self) -> None:
         self._journal = None
 
-    def _note_rewired(self, name: str) -> None:
-        at = self._at[name]
-        self._journal._note(at, name, self._inputs[at])
-
     # --------------------------------------------------------------- mutators
     def add_node(self, node: node_def_pb2.NodeDef, name: str | None = None,
                  inputs: list[str] | None = None) -> node_def_pb2.NodeDef:
@@ -436,11 +475,11 @@ class GraphView:
         at = self._at[name]
         node = self._stored[at]
         new = ref if isinstance(ref, str) else format_input(ref)
+        texts = list(edges(self._inputs[at]))
         if self._journal is not None:
-            self._note_rewired(name)
+            self._journal._record(at, name, EditJournal.SET, index % len(texts), texts[index])
         self._unlink(node_name(node.input[index]), name)
         node.input[index] = new
-        texts = list(edges(self._inputs[at]))
         texts[index] = new
         self._inputs[at] = held_inputs(texts)
         self._link(node_name(new), name)
@@ -452,18 +491,17 @@ class GraphView:
         at = self._at[name]
         node = self._stored[at]
         text = ref if isinstance(ref, str) else format_input(ref)
-        if self._journal is not None:
-            self._note_rewired(name)
         inputs = list(edges(self._inputs[at]))
         if text.startswith("^"):
             if text in inputs:
                 return
-            node.input.append(text)
-            inputs.append(text)
+            position = len(inputs)
         else:
             position = next((i for i, old in enumerate(inputs) if old.startswith("^")), len(inputs))
-            node.input.insert(position, text)
-            inputs.insert(position, text)
+        if self._journal is not None:
+            self._journal._record(at, name, EditJournal.INSERT, position, None)
+        node.input.insert(position, text)
+        inputs.insert(position, text)
         self._inputs[at] = held_inputs(inputs)
         self._link(node_name(text), name)
         self._touch(at)
@@ -473,10 +511,10 @@ class GraphView:
         at = self._at[name]
         node = self._stored[at]
         producer = node_name(node.input[index])
-        if self._journal is not None:
-            self._note_rewired(name)
-        del node.input[index]
         inputs = list(edges(self._inputs[at]))
+        if self._journal is not None:
+            self._journal._record(at, name, EditJournal.DELETE, index % len(inputs), inputs[index])
+        del node.input[index]
         del inputs[index]
         self._inputs[at] = held_inputs(inputs)
         self._unlink(producer, name)

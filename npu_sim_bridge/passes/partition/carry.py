@@ -87,19 +87,21 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
 
     # Changed inputs of the nodes that were there: only `P:port` -> the end of a new chain reading it.
     # Each such input is put back to the tensor its chain reads: the inputs must be those the node had.
-    for name, before in journal.rewired():
+    for name in journal.rewired():
         if name not in view:
             return None
-        restored = []
-        for now in view.input_texts(name):
-            if now in new:  # (an input naming a new node's port 0 is its name)
-                found = anchor(now)
+        before = journal.inputs_before(view, name)
+        now = view.input_texts(name)
+        if len(now) != len(before):
+            return None
+        for text, was in zip(now, before):
+            if text in new:  # (an input naming a new node's port 0 is its name)
+                found = anchor(text)
                 if found is None:
                     return None
-                now = format_input(found)
-            restored.append(now)
-        if journal.inputs_digest(restored) != before:
-            return None
+                text = format_input(found)
+            if text != was:
+                return None
 
     # Each segment gets its new nodes, in the proposal's own lists: the proposal is not read again
     # whether or not it is carried (a copy of them was a thirtieth of the partition's peak).
