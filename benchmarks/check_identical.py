@@ -10,20 +10,24 @@ Each model (testing/models.py at small sizes, testing/zoo.py's sweep) is rewritt
 
 and the script writes, per (model, option set): the SHA-256 of the rewritten GraphDef's deterministic
 serialization, the SHA-256 of the report's JSON without its run-time fields (pass and pipeline seconds),
-the report's decision columns (name, op, list, dtypes, placement, GeOp, reason codes) as a digest, and the
-report itself, for the comparison to show what else differs.
+the report's decision columns (name, op, list, dtypes, placement, GeOp, the reason text people read) as a
+digest, and the report itself, for the comparison to show what else differs.
 
     python benchmarks/check_identical.py --out /tmp/after.json                 # digests of this tree
     PYTHONPATH=/path/to/old/tree python benchmarks/check_identical.py --out /tmp/before.json
     python benchmarks/check_identical.py --compare /tmp/before.json /tmp/after.json
 
-The comparison fails (exit status 1) when a graph digest or a decision column differs; any other report
-difference (counts, file names, optional per-node keys) is printed, not failed on.
+The comparison fails (exit status 1) when a graph digest or a decision column differs, the reason text
+included (worked out again from both sides' reports, so a digest file of an older tree compares too). The
+reason codes are reported, not failed on: how many nodes' codes differ, and which codes one side has and
+the other not, with their counts (a change that gives a family of reasons codes shows them here). Any
+other report difference (counts, file names, optional per-node keys) is printed, not failed on.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import itertools
 import json
@@ -34,7 +38,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DECISION_KEYS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop")
+DECISION_KEYS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason")
 OPTION_SETS = ("default", "mix", "fp16")
 
 
@@ -74,9 +78,24 @@ def without_run_time(report: dict) -> dict:
 
 
 def decision_rows(report: dict) -> list:
-    """The decision columns of each node: what the comparison requires to be identical."""
-    return [[node.get(key) for key in DECISION_KEYS] + [[reason.get("code") for reason in node.get("reasons", [])]]
-            for node in report.get("nodes", [])]
+    """The decision columns of each node, its reason text included: what the comparison requires to be identical."""
+    return [[node.get(key) for key in DECISION_KEYS] for node in report.get("nodes", [])]
+
+
+def reason_codes(report: dict) -> list:
+    """Per node, the codes of its structured reasons (nested ones, a wrapped cause, not counted)."""
+    return [[reason.get("code") for reason in node.get("reasons", [])] for node in report.get("nodes", [])]
+
+
+def code_changes(before: dict, after: dict) -> tuple[int, dict, dict]:
+    """(nodes whose reason codes differ, {code: count} only after, {code: count} only before)."""
+    left, right = reason_codes(before), reason_codes(after)
+    differ = sum(a != b for a, b in zip(left, right)) + abs(len(left) - len(right))
+    count_left = collections.Counter(code for codes in left for code in codes)
+    count_right = collections.Counter(code for codes in right for code in codes)
+    gained = {code: n for code, n in sorted(count_right.items()) if code not in count_left}
+    lost = {code: n for code, n in sorted(count_left.items()) if code not in count_right}
+    return differ, gained, lost
 
 
 def sha(data: bytes) -> str:
@@ -177,13 +196,23 @@ def compare(before_path: str, after_path: str) -> int:
             failed += not same
             continue
         graph = left["graph"] == right["graph"]
-        decisions = left["decisions"] == right["decisions"]
+        rows_left, rows_right = decision_rows(left["report_json"]), decision_rows(right["report_json"])
+        decisions = rows_left == rows_right
         report = left["report"] == right["report"]
+        differ, gained, lost = code_changes(left["report_json"], right["report_json"])
         print(f"{key:40s} graph {'same' if graph else 'DIFFERS'}   decisions {'same' if decisions else 'DIFFER'}"
-              f"   report {'same' if report else 'differs'}")
+              f"   report {'same' if report else 'differs'}   reason codes of {differ} nodes differ")
         if not (graph and decisions):
             failed += 1
-        if not report:
+        if not decisions:
+            for index, (a, b) in enumerate(zip(rows_left, rows_right)):
+                if a != b:
+                    print(f"    node {index}: {json.dumps(a)[:150]}\n         -> {json.dumps(b)[:150]}")
+                    break
+        for label, codes in (("codes only after", gained), ("codes only before", lost)):
+            if codes:
+                print(f"    {label}: " + ", ".join(f"{code} ({n})" for code, n in codes.items()))
+        if not report and not differ:
             for line in _differences(left["report_json"], right["report_json"]):
                 print(f"    {line}")
     print(f"{len(set(before) | set(after))} compared, {failed} with a different graph or decisions")

@@ -23,6 +23,7 @@ from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.attr_names import KEEP_DTYPE_ATTR
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
+from npu_sim_bridge.report.reasons import reason
 
 EXAMPLE = "dense/MatMul::InputDtype:float32,float32,OutputDtype:float32"
 _LINE = re.compile(r"^(?P<name>[^:\s][^\s]*?)::(?:(?P<type>[A-Za-z0-9_]+):)?(?P<rest>InputDtype:.*|OutputDtype:.*)$")
@@ -123,6 +124,6 @@ def _mark(ctx, node, path, entry) -> int:
     if record is None:
         dtype = node_dtype(node)
         record = ctx.report.nodes[node.name] = NodeDecision(node.name, node.op, dtype_before=dtype, dtype_after=dtype)
-    what = f"op type {entry.name}" if entry.by_type else "its name"
-    record.add_reason(f"customize_dtypes {path!r} line {entry.line} ({what}): keeps float32")
+    record.add_reason(reason("dtypes.customize", path=path, line=entry.line,
+                             op_type=entry.name if entry.by_type else None))
     return 1

@@ -34,6 +34,7 @@ from npu_sim_bridge.graph.attr_names import SEEN_ATTR
 from npu_sim_bridge.passes.base import GraphPass, ItemInfo, PassContext, check_products, check_requirements
 from npu_sim_bridge.passes.results import PipelineResult
 from npu_sim_bridge.report.counts import graph_counts
+from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.model import PassRecord, Report
 from npu_sim_bridge.report.roles import Role, graph_role
 
@@ -252,9 +253,8 @@ def _report_hubs(report: Report, hubs: list[Hub]) -> None:
     """The hubs are the pipeline's own nodes: not input nodes, each recorded with what it stands for."""
     report.nodes_before -= len(hubs)
     for hub in hubs:
-        report.nodes[hub.name].add_reason(
-            f"inserted: waits on the {len(hub.inputs)} control inputs {len(hub.readers)} nodes shared, and they "
-            f"wait on it instead ({hub.edges_saved} edges fewer)")
+        report.nodes[hub.name].add_reason(reasons.reason(
+            "hub.control", inputs=len(hub.inputs), readers=len(hub.readers), saved=hub.edges_saved))
 
 
 def _external_names(item: ItemInfo) -> frozenset[str]:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from npu_sim_bridge.graph.name_index import new_index
-from npu_sim_bridge.report.reasons import NodeText, Reason, as_reason
+from npu_sim_bridge.report.reasons import LazyReason, Reason, as_reason, reason as coded_reason
 
 _NO_REASONS = ()
 _CODED = ("list", "dtype_before", "dtype_after", "placement", "geop")
@@ -30,17 +30,21 @@ FIELDS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geo
 
 
 class InsertedText:
-    """The text of a node a pass inserted, rendered when read: "inserted by <pass>: <what> of <source>"
-    (a pass inserting thousands of Casts keeps two references a node, not a sentence). A table keeps
-    it as a code for (pass, what) and the source, not as this object."""
+    """The reason of a node a pass inserted, made when read: code "<pass>.inserted", rendered "inserted
+    by <pass>: <what> of <source>" (a pass inserting thousands of Casts keeps two references a node,
+    not a sentence). A table keeps it as a code for (pass, what) and the source, not as this object;
+    it is the row's text and its first reason."""
 
     __slots__ = ("by", "what", "source")
 
     def __init__(self, by: str, what: str, source):
         self.by, self.what, self.source = by, what, source
 
+    def reason(self) -> Reason:
+        return coded_reason(f"{self.by}.inserted", what=self.what, source=self.source)
+
     def __str__(self) -> str:
-        return f"inserted by {self.by}: {self.what} of {self.source}"
+        return self.reason().text()
 
 
 class Decisions(Mapping):
@@ -160,6 +164,7 @@ class Decisions(Mapping):
         if isinstance(text, InsertedText):
             kind = (text.by, text.what)
             if kind not in self._inserted_kinds:
+                text.reason()  # once a kind: a pass with no "<pass>.inserted" code is refused here
                 self._inserted_kinds.append(kind)
             self._inserted_sources.append(text.source)
             self._inserted_codes.append(self._inserted_kinds.index(kind))
@@ -277,21 +282,25 @@ class Decisions(Mapping):
         return text or ""
 
     def _as_reason(self, row: int, value) -> Reason:
-        """A reason as a pass gave it, as a Reason (a NodeText in the words for this row's node)."""
-        return as_reason(value, self._rows.name(row) if isinstance(value, NodeText) else "")
+        """A reason as a pass gave it, as a Reason (a LazyReason made for this row's node)."""
+        return as_reason(value, self._rows.name(row) if isinstance(value, LazyReason) else "")
 
     def set_reason(self, row: int, text: str) -> None:
         """Set the row's text: it says the reasons the row has now (later ones follow it)."""
         self._set_text(row, text, self._count(row))
 
     def reasons(self, row: int) -> "list[Reason]":
+        """The row's Reasons: an inserted node's first, then those passes gave (made at the first read)."""
+        at = self._inserted[row]
+        first = [] if not at else \
+            [InsertedText(*self._inserted_kinds[self._inserted_codes[at - 1]], self._inserted_sources[at - 1]).reason()]
         if self._reasons[row] is _NO_REASONS:
-            return []
+            return first
         reasons = self._list(row)
         for index, value in enumerate(reasons):
             if not isinstance(value, Reason):
                 reasons[index] = self._as_reason(row, value)
-        return reasons
+        return first + reasons if first else reasons
 
 
 def _coded_property(field: str) -> property:

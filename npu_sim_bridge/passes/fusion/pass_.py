@@ -21,7 +21,8 @@ from npu_sim_bridge.passes.fusion.rules import FusionEnv, all_rules
 from npu_sim_bridge.passes.fusion.switch import load_switch
 from npu_sim_bridge.passes.fusion.unfuse import remapped_nodes, unfuse
 from npu_sim_bridge.report.model import NodeDecision, node_dtype
-from npu_sim_bridge.report.reasons import NodeText
+from npu_sim_bridge.report.reasons import LazyReason, Reason
+from npu_sim_bridge.report.reasons import reason as coded
 
 REMAPPER_NOTE = ("Grappler's remapper fused {count} op(s) ({examples}) in a way the simulator cannot take "
                  "apart, so fusion_switch_file cannot switch them off; set rewrite_options.remapping = "
@@ -85,12 +86,12 @@ class FusionPass(GraphPass):
                     continue
                 if not state.on:
                     off[rule.name] += 1
-                    _note(ctx, match.root, f"{rule.name} switched off ({state.why})")
+                    _note(ctx, match.root, coded("fusion.switched_off", rule=rule.name, why=state.why))
                     continue
                 reason = rule.check(view, match, env)
                 if reason:
                     refused[rule.name] += 1
-                    _note(ctx, match.root, f"{rule.name} did not fire: {reason}")
+                    _note(ctx, match.root, coded("fusion.not_fired", rule=rule.name, why=reason))
                     continue
                 fused = rule.rewrite(view, match, env)
                 fired[rule.name] += 1
@@ -107,14 +108,13 @@ class FusionPass(GraphPass):
             result = unfuse(ctx.view, name)
             if isinstance(result, str):
                 left.append(name)
-                _note(ctx, name, f"Grappler's remapper fused it and it stays fused: {result}")
+                _note(ctx, name, coded("fusion.remapper_kept", why=result))
                 continue
             done.append(result)
-            parts = " + ".join(op for _, op in result.chain)
-            _note(ctx, name, f"Grappler's remapper had fused {parts} into {result.description}; taken apart so that "
-                             "the NPU's fusion rules (fusion_switch_file) decide")
+            _note(ctx, name, coded("fusion.remapper_unfused", ops=[op for _, op in result.chain],
+                                   fused=result.description))
             for part, op in result.chain[:-1]:
-                _note(ctx, part, f"rebuilt from {name} ({result.description}), which Grappler's remapper made")
+                _note(ctx, part, coded("fusion.remapper_rebuilt", node=name, fused=result.description))
         if left:
             ctx.report.warn(REMAPPER_NOTE.format(count=len(left), examples=", ".join(left[:3])))
         return done
@@ -157,12 +157,13 @@ class FusionPass(GraphPass):
             record.list, record.dtype_after = fused.list, fused.dtype_after
             record.placement, record.geop = fused.placement, fused.geop
             if target != absorbed[name]:
-                record.add_reason(f"runs inside {target}, as {absorbed[name]} does")
+                record.add_reason(coded("fusion.runs_inside", target=target, via=absorbed[name]))
 
 
-class _Fused(NodeText):
-    """A fusion's reason, rendered when read: on the fused node "fused by <rule>: <a> (<op>) + ... ->
-    <fused op>", on a node fused away "fused into <root> (<fused op>) by <rule>". One object per
+class _Fused(LazyReason):
+    """A fusion's reason, made when read: on the fused node "fusion.fused_by" ("fused by <rule>: <a> (<op>)
+    + ... -> <fused op>"), on a node fused away "fusion.fused_into" ("fused into <root> (<fused op>) by
+    <rule>"). One object per
     fusion, on all its nodes, and no tuple of names for a fused node fused again with one more node
     (a sentence per fusion, and one per node fused away, were a sixth of the peak on a dense graph)."""
 
@@ -179,14 +180,14 @@ class _Fused(NodeText):
         """The original nodes the fused node replaces, in order."""
         return self._earlier.names + (self.root,) if self._names is None else self._names
 
-    def text_for(self, name: str) -> str:
+    def reason_for(self, name: str) -> Reason:
         if name != self.root:
-            return f"fused into {self.root} ({self.op}) by {self.rule}"
-        parts = " + ".join(f"{node} ({op})" for node, op in zip(self.names, self.ops))
-        return f"fused by {self.rule}: {parts} -> {self.op}"
+            return Reason("fusion.fused_into", {"root": self.root, "op": self.op, "rule": self.rule})
+        return Reason("fusion.fused_by", {"rule": self.rule, "nodes": list(self.names), "ops": list(self.ops),
+                                          "op": self.op})
 
 
-def _note(ctx, name: str, text: "str | _Fused") -> NodeDecision:
+def _note(ctx, name: str, text: "Reason | _Fused") -> NodeDecision:
     record = ctx.report.nodes.get(name)
     if record is None:
         node = ctx.view.get(name)

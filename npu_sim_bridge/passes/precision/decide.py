@@ -48,6 +48,8 @@ from npu_sim_bridge.graph.ports import port_attrs, port_key_of, registered_spec
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.lists import BLACK, WHITE
 from npu_sim_bridge.passes.precision.marks import CONVERSION_OPS, ORIG_PREFIX, is_inserted_conversion
+from npu_sim_bridge.report.reasons import LazyReason, Reason
+from npu_sim_bridge.report.reasons import reason as coded
 
 FP32, FP16, BF16 = types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16
 
@@ -67,7 +69,6 @@ _UNSEEN = object()  # a port key no node had yet
 _FOLLOWERS = frozenset({GRAY, PLUMBING, INSERTED})  # roles whose plans `_settle` changes per node
 _VARIABLE_KINDS = ("variable", "container")
 
-_KEEPS = {FP32: "keeps float32", FP16: "keeps float16", BF16: "keeps bfloat16"}
 _LOW_OF_MODE = {"allow_mix_precision_bf16": BF16, "allow_fp32_to_bf16": BF16}
 
 
@@ -75,19 +76,28 @@ class PrecisionModeError(UnsupportedGraphError, ConfigError):
     """The precision mode cannot be honoured for ops of this graph (must_keep_origin_dtype)."""
 
 
-class FollowsText:
-    """The reason of a node that follows another's dtype, formatted when the report is read:
-    "<head>: follows <node>", with " (<dtype>)" when given (a sentence naming a node, per gray and
-    pass-through node, was a tenth of BERT's peak)."""
+class Follows(LazyReason):
+    """The reason of a node that follows another's dtype, made when the report is read: a gray op's
+    ("precision.gray_follows", its list `rule`, the node and, when it stays high, the dtype) or a
+    pass-through op's ("precision.pass_through_follows", `rule` None). A Reason and its dict per gray
+    and pass-through node were a tenth of BERT's peak."""
 
-    __slots__ = ("head", "node", "dtype")
+    __slots__ = ("rule", "node", "dtype")
 
-    def __init__(self, head: str, node: str, dtype: str | None = None):
-        self.head, self.node, self.dtype = head, node, dtype
+    def __init__(self, rule: str | None, node: str, dtype: str | None = None):
+        self.rule, self.node, self.dtype = rule, node, dtype
 
-    def __str__(self) -> str:
-        text = f"{self.head}: follows {self.node}"
-        return f"{text} ({self.dtype})" if self.dtype else text
+    @property
+    def code(self) -> str:
+        return "precision.pass_through_follows" if self.rule is None else "precision.gray_follows"
+
+    def reason_for(self, name: str) -> Reason:
+        if self.rule is None:
+            return Reason("precision.pass_through_follows", {"node": self.node})
+        details = {"rule": self.rule, "node": self.node}
+        if self.dtype:
+            details["dtype"] = self.dtype
+        return Reason("precision.gray_follows", details)
 
 
 @dataclasses.dataclass(slots=True)
@@ -107,7 +117,7 @@ class Plan:
     colour: str | None = None
     rule: str = ""
     npu: int | None = None            # dtype on the NPU (the report's dtype_after)
-    reason: "str | FollowsText" = ""
+    reason: "Reason | Follows | None" = None
     vote: int = NONE
     follows: str | None = None
     cube_split: bool = False          # cube_fp16in_fp32out: float16 inputs, float32 output
@@ -217,9 +227,9 @@ class Decider:
         self._named_sets = (self.fed, self.preserved, self.host)
         # port key -> (the plan of the first node with that key, whether it failed must_keep_origin_dtype)
         self._templates: dict[tuple, tuple[Plan, bool]] = {}
-        # One str per reason text: the plans (and the report rows made from them) of a graph's hundreds
-        # of variables, sources and host nodes share a handful of texts.
-        self._shared_text = {}.setdefault
+        # One Reason per code and details: the plans (and the report rows made from them) of a graph's
+        # hundreds of variables, sources and host nodes share a handful of reasons.
+        self._shared: dict[tuple, Reason] = {}
 
     # ----------------------------------------------------------------- driver
     def run(self) -> dict[str, Plan]:
@@ -287,37 +297,38 @@ class Decider:
         op = self.view.op(name)  # the view's str: protobuf makes one at each read, and the plan keeps it
         plan = Plan(name, op, SOURCE, sig)
         self._set_attrs(node, plan)
-        keeps = _KEEPS.get(plan.orig, "keeps its dtype")
+        dtype = name_of(plan.orig)  # what a kept node's reason says it keeps
+        why = self._why
         kind = self.library.not_compute_kind(op)
         has_ref = sig.reads_variable
 
         if is_inserted_conversion(node):
-            plan.role, plan.reason = INSERTED, "inserted by the precision pass"
+            plan.role, plan.reason = INSERTED, why("precision.earlier_cast")
             return plan
         if op == "Cast":
             return self._classify_cast(node, plan)
         if op in VALUE_SOURCE_OPS or kind == "source":
-            return self._keep(plan, SOURCE, NONE, f"source: {keeps}")
+            return self._keep(plan, SOURCE, NONE, why("precision.source", dtype=dtype))
         if op in ("VariableV2", "Variable", "VarHandleOp") or kind in _VARIABLE_KINDS:
-            return self._keep(plan, SOURCE, NONE, f"{kind or 'variable'}: {keeps}")
+            return self._keep(plan, SOURCE, NONE, why("precision.variable", kind=kind or "variable", dtype=dtype))
         if op in VALUE_SINK_OPS:
-            return self._keep(plan, PINNED, HIGH, f"function result: {keeps}")
+            return self._keep(plan, PINNED, HIGH, why("precision.function_result", dtype=dtype))
         if node.name in self.fed:
-            return self._keep(plan, PINNED, NONE, f"fed: {keeps}")
+            return self._keep(plan, PINNED, NONE, why("precision.fed", dtype=dtype))
         if node.name in self.preserved:
-            return self._keep(plan, PINNED, HIGH, f"preserved: {keeps}")
+            return self._keep(plan, PINNED, HIGH, why("precision.preserved", dtype=dtype))
         if node.name in self.host:
-            return self._keep(plan, PINNED, NONE, f"host: {keeps}")
+            return self._keep(plan, PINNED, NONE, why("precision.host", dtype=dtype))
         if KEEP_DTYPE_ATTR in node.attr and node.attr[KEEP_DTYPE_ATTR].b:
-            return self._keep(plan, PINNED, HIGH, "keep_dtype_scope")
+            return self._keep(plan, PINNED, HIGH, why("precision.keep_dtype"))
         if op in FUNCTION_RUNNING_OPS or op in self.functions:
-            return self._keep(plan, OPAQUE, NONE, "function call: keeps its signature dtypes (its body is rewritten)")
+            return self._keep(plan, OPAQUE, NONE, why("precision.function_call"))
         if has_ref:
-            return self._keep(plan, PINNED, NONE, f"reads or updates a variable: {keeps}")
+            return self._keep(plan, PINNED, NONE, why("precision.reads_variable", dtype=dtype))
         if not plan.attrs:
-            return self._keep(plan, OPAQUE, NONE, f"no type attr to change: {keeps}")
+            return self._keep(plan, OPAQUE, NONE, why("precision.no_type_attr", dtype=dtype))
         if plan.orig is None:
-            return self._keep(plan, OPAQUE, NONE, "type attrs of different float dtypes: keeps them")
+            return self._keep(plan, OPAQUE, NONE, why("precision.mixed_attrs"))
         if op in PASS_THROUGH_OPS or kind == "pass_through":
             plan.role = PLUMBING
             if op == "IdentityN":
@@ -329,9 +340,8 @@ class Decider:
         base = FUSED_BASE_OPS.get(op, op)  # Grappler's remapper fused it: the base op's list
         info = self.library.info(base)
         if info is None:
-            note = self.library.no_op_info_note(base)
-            why = f"no op info in the operator library ({note})" if note else "no op info in the operator library"
-            return self._keep(plan, OPAQUE, NONE, f"{why}: {keeps}")
+            note = self.library.no_op_info_note(base) or None
+            return self._keep(plan, OPAQUE, NONE, why("precision.no_op_info", note=note, dtype=dtype))
         entry = self.lists.classify(base)
         plan.colour, plan.rule = entry.colour, entry.rule
         decided = self._fixed_decision(plan, info)
@@ -362,15 +372,23 @@ class Decider:
             if dtype in ports.FLOAT_TYPES:
                 plan.orig = dtype
 
-    def _keep(self, plan: Plan, role: str, vote: int, reason: str) -> Plan:
-        plan.role, plan.vote, plan.reason, plan.npu = role, vote, self._shared_text(reason, reason), plan.orig
+    def _why(self, code: str, **details) -> Reason:
+        """The shared Reason of a code and its details (see `_shared`)."""
+        key = (code, *details.values())
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = coded(code, **details)
+        return found
+
+    def _keep(self, plan: Plan, role: str, vote: int, reason: Reason) -> Plan:
+        plan.role, plan.vote, plan.reason, plan.npu = role, vote, reason, plan.orig
         if plan.port_npu is None and plan.orig is None:
             plan.npu = None
         return plan
 
     def _classify_cast(self, node, plan: Plan) -> Plan:
         src, dst = node.attr["SrcT"].type, node.attr["DstT"].type
-        plan.role, plan.reason = CAST, "existing Cast: keeps SrcT and DstT"
+        plan.role, plan.reason = CAST, self._why("precision.existing_cast")
         plan.orig = plan.npu = dst if dst in ports.FLOAT_TYPES else None
         if dst in ports.LOW_TYPES:
             plan.vote = LOW
@@ -393,45 +411,52 @@ class Decider:
         """(npu dtype, reason) for a library op, or None when the gray rule decides."""
         mode, low, orig = self.mode.mode, self.mode.low, plan.orig
         sup = lambda dtype: self._supports(info, dtype)  # noqa: E731
-        no_fp32 = "no float32 kernel on the device"
+        why = self._why
         if mode == "force_fp32":
             if sup(FP32):
-                return FP32, "force_fp32" if orig == FP32 else f"force_fp32: {name_of(orig)} op runs float32"
+                return FP32, why("precision.forced", mode=mode) if orig == FP32 else \
+                    why("precision.forced_up", mode=mode, dtype=name_of(orig))
             if plan.colour == BLACK:
-                return FP32, f"AI CPU fallback: {no_fp32} and {plan.rule}"
-            return FP16, no_fp32
+                return FP32, why("precision.ai_cpu", rule=plan.rule)
+            return FP16, why("precision.no_kernel", dtype="float32")
         if mode == "force_fp16":
             if sup(FP16):
-                return FP16, "force_fp16"
-            return FP32, "no float16 kernel on the device"
+                return FP16, why("precision.forced", mode=mode)
+            return FP32, why("precision.no_kernel", dtype="float16")
         if mode not in MIX_MODES:
             if mode == "cube_fp16in_fp32out" and info.is_cube and orig == FP32:
                 plan.cube_split = True
-                return FP16, "cube_fp16in_fp32out: float16 inputs, float32 output"
+                return FP16, why("precision.cube_split")
             if sup(orig):
-                return orig, f"{self.mode.mode_text}: keeps {name_of(orig)}"
+                return orig, why("precision.mode_keeps", mode=self.mode.mode_text, dtype=name_of(orig))
             if mode == "must_keep_origin_dtype":
                 self.must_keep_failures.append((plan.op, plan.name, orig))
-                return orig, f"{self.mode.mode_text}: keeps {name_of(orig)}"
+                return orig, why("precision.mode_keeps", mode=self.mode.mode_text, dtype=name_of(orig))
             if orig == FP32:
-                return low, no_fp32
-            return FP32, f"no {name_of(orig)} kernel on the device"
+                return low, why("precision.no_kernel", dtype="float32")
+            return FP32, why("precision.no_kernel", dtype=name_of(orig))
         # allow_mix_precision(_fp16/_bf16): only float32 ops are lowered.
         if orig != FP32:
             if sup(orig):
-                return orig, f"keeps {name_of(orig)}: mix precision lowers float32 ops only"
-            return FP32, f"no {name_of(orig)} kernel on the device"
+                return orig, why("precision.mix_keeps", dtype=name_of(orig))
+            return FP32, why("precision.no_kernel", dtype=name_of(orig))
         if not sup(FP32):
             if plan.colour == BLACK:
-                return FP32, f"AI CPU fallback: {no_fp32} and {plan.rule}"
-            return low, no_fp32
+                return FP32, why("precision.ai_cpu", rule=plan.rule)
+            return low, why("precision.no_kernel", dtype="float32")
         if not sup(low):
-            return FP32, f"{plan.rule}: no {name_of(low)} kernel on the device"
+            return FP32, why("precision.list_no_kernel", rule=plan.rule, dtype=name_of(low))
         if plan.colour == WHITE:
-            return low, plan.rule
+            return low, self._list_reason(plan, "precision.white_list")
         if plan.colour == BLACK:
-            return FP32, plan.rule
+            return FP32, self._list_reason(plan, "precision.black_list")
         return None
+
+    def _list_reason(self, plan: Plan, code: str) -> Reason:
+        """A white or black list op's reason: the built-in list's, or the modify_mixlist rule that put it there."""
+        if plan.rule == ("white list" if code == "precision.white_list" else "black list"):
+            return self._why(code)
+        return self._why("precision.modify_mixlist", rule=plan.rule)
 
     def _must_keep_error(self) -> PrecisionModeError:
         by_op: dict[str, list[str]] = collections.OrderedDict()
@@ -539,21 +564,19 @@ class Decider:
             if plan.role == GRAY:
                 plan.reason = self._gray_reason(plan)
             elif plan.port_votes is not None:
-                plan.reason = "pass-through: each output follows its input"
+                plan.reason = self._why("precision.pass_through_ports")
             elif plan.follows is not None:
-                plan.reason = FollowsText("pass-through", self._named(plan.follows))
+                plan.reason = Follows(None, self._named(plan.follows))
             else:
-                plan.reason = "pass-through: no decided input"
+                plan.reason = self._why("precision.pass_through_undecided")
 
-    def _gray_reason(self, plan: Plan) -> "str | FollowsText":
-        head = "gray" if plan.rule == "gray list" else self._shared_text(f"gray ({plan.rule})", f"gray ({plan.rule})")
+    def _gray_reason(self, plan: Plan) -> "Reason | Follows":
         named = self._named(plan.follows)
         if plan.vote == LOW:
-            return FollowsText(head, named)
+            return Follows(plan.rule, named)
         if plan.vote == HIGH:
-            return FollowsText(head, named, name_of(self.plans[named].npu) or "float32")
-        text = f"{head}: no decided float input, keeps {name_of(plan.orig)}"
-        return self._shared_text(text, text)
+            return Follows(plan.rule, named, name_of(self.plans[named].npu) or "float32")
+        return self._why("precision.gray_undecided", rule=plan.rule, dtype=name_of(plan.orig))
 
     def _match_loop_merges(self) -> None:
         """A NextIteration feeding a lowered Merge carries the Merge's dtype (casts go before it)."""
@@ -564,5 +587,5 @@ class Decider:
                 merge = self.plans.get(consumer)
                 if merge is not None and merge.op == "Merge" and merge.vote == LOW:
                     plan.vote, plan.npu = LOW, merge.npu
-                    plan.reason = f"pass-through: carries the dtype of its loop Merge {merge.name}"
+                    plan.reason = coded("precision.loop_merge", merge=merge.name)
                     break

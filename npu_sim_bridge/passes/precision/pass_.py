@@ -15,6 +15,7 @@ from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, m
 from npu_sim_bridge.passes.precision.lists import build_lists
 from npu_sim_bridge.passes.results import NpuPortDtypes, Placement
 from npu_sim_bridge.report.decisions import InsertedText
+from npu_sim_bridge.report.reasons import reason as coded
 
 # The placement pass (run before this one) stores {node: 'host' | 'device'} here; host nodes keep their dtype.
 
@@ -239,8 +240,8 @@ def _report_fetch_exits(report, renamed: dict[str, str]) -> None:
         record = report.nodes[fetched]
         dtypes = None if record.dtype_before is None else (record.dtype_before, record.dtype_after)
         report.nodes.decide(moved, record.op, record.list is not None, record.list, dtypes,
-                            f"{record.reason}; fetched as {fetched}, which leaves the device in "
-                            f"{record.dtype_before or 'its dtype'}")
+                            coded("precision.fetch_exit", decision=record.reason, fetched=fetched,
+                                   dtype=record.dtype_before or "its dtype"))
 
 
 def _report_inserted(report, rewriter, prefix: str, rename=None) -> None:
