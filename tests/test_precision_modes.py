@@ -125,20 +125,28 @@ def test_precision_mode_v2_maps_onto_precision_mode(mode_v2):
 def test_default_mode_is_allow_fp32_to_fp16():
     _, report = offline({})
     assert {name: report.nodes[name].dtype_after for name in NODES} == EXPECTED["allow_fp32_to_fp16"]
-    assert report.nodes["conv"].reason == "no float32 kernel on the device"
-    assert report.nodes["mm"].reason == "allow_fp32_to_fp16: keeps float32"
+    assert why(report, "conv") == ("precision.no_kernel", {"dtype": "float32"})
+    assert why(report, "mm") == ("precision.mode_keeps", {"mode": "allow_fp32_to_fp16", "dtype": "float32"})
+    assert report.nodes["mm"].reason == "allow_fp32_to_fp16: keeps float32"  # the text people read
+
+
+def why(report, name):
+    """The code and details of the node's one reason."""
+    (reason,) = report.nodes[name].reasons
+    return reason.code, dict(reason.details)
 
 
 def test_reasons_name_the_rule():
     _, report = offline({"precision_mode": "allow_mix_precision"})
-    assert report.nodes["mm"].reason == "white list"
-    assert report.nodes["bias"].reason == "gray: follows mm"
-    assert report.nodes["flat"].reason == "gray: follows pool"
-    assert report.nodes["lg"].reason == "black list"
-    assert report.nodes["out"].reason == "pass-through: follows relu"  # fetched, decided as if not
-    assert report.nodes["mm/ReadVariableOp"].reason.endswith("variable: keeps float32")
+    assert why(report, "mm") == ("precision.white_list", {})
+    assert why(report, "bias") == ("precision.gray_follows", {"rule": "gray list", "node": "mm"})
+    assert why(report, "flat") == ("precision.gray_follows", {"rule": "gray list", "node": "pool"})
+    assert why(report, "lg") == ("precision.black_list", {})
+    assert why(report, "out") == ("precision.pass_through_follows", {"node": "relu"})  # fetched, decided as if not
+    assert [r.code for r in report.nodes["mm/ReadVariableOp"].reasons][-1] in (
+        "precision.variable", "precision.reads_variable")
     _, report = offline({"precision_mode": "cube_fp16in_fp32out"})
-    assert report.nodes["mm"].reason == "cube_fp16in_fp32out: float16 inputs, float32 output"
+    assert why(report, "mm") == ("precision.cube_split", {})
 
 
 def test_black_op_without_float32_kernel_is_an_ai_cpu_fallback_in_mix_precision(tmp_path):
@@ -146,8 +154,7 @@ def test_black_op_without_float32_kernel_is_an_ai_cpu_fallback_in_mix_precision(
     path.write_text('{"black-list": {"to-add": ["MaxPool"]}}')
     _, report = offline({"precision_mode": "allow_mix_precision", "modify_mixlist": str(path)})
     assert report.nodes["pool"].list == "black" and report.nodes["pool"].dtype_after == F32
-    assert report.nodes["pool"].reason == ("AI CPU fallback: no float32 kernel on the device and "
-                                           "modify_mixlist black-list to-add")
+    assert why(report, "pool") == ("precision.ai_cpu", {"rule": "modify_mixlist black-list to-add"})
 
 
 def test_force_fp32_black_op_without_float32_kernel_is_an_ai_cpu_fallback(tmp_path):
@@ -163,8 +170,8 @@ def test_force_fp32_black_op_without_float32_kernel_is_an_ai_cpu_fallback(tmp_pa
     _, report = offline({"precision_mode": "force_fp32", "sim_ops_info_path": str(library)})
     assert report.nodes["pool"].list == "black"
     assert (report.nodes["pool"].dtype_after, report.nodes["conv"].dtype_after) == (F32, F16)
-    assert report.nodes["pool"].reason == "AI CPU fallback: no float32 kernel on the device and black list"
-    assert report.nodes["conv"].reason == "no float32 kernel on the device"
+    assert why(report, "pool") == ("precision.ai_cpu", {"rule": "black list"})
+    assert why(report, "conv") == ("precision.no_kernel", {"dtype": "float32"})
 
 
 def test_must_keep_origin_dtype_with_conv2d_names_the_op():
@@ -266,8 +273,10 @@ def test_modify_mixlist_in_a_session(npu_config, tmp_path):
         sess.run([y, out], {x: feed_value()})
     report = first_rewrite()
     assert report.nodes["mm"].list == "black" and report.nodes["mm"].dtype_after == F32
-    assert report.nodes["mm"].reason == "modify_mixlist black-list to-add (MatMulV2), white-list to-remove (MatMulV2)"
-    assert report.nodes["bias"].dtype_after == F32 and report.nodes["bias"].reason == "gray: follows mm (float32)"
+    assert why(report, "mm") == ("precision.modify_mixlist", {
+        "rule": "modify_mixlist black-list to-add (MatMulV2), white-list to-remove (MatMulV2)"})
+    assert report.nodes["bias"].dtype_after == F32
+    assert why(report, "bias") == ("precision.gray_follows", {"rule": "gray list", "node": "mm", "dtype": "float32"})
     assert report.nodes["pool"].dtype_after == F16
 
 
@@ -276,10 +285,13 @@ def test_remove_only_makes_the_op_gray_and_it_follows(tmp_path):
     path.write_text('{"white-list": {"to-remove": ["MatMul"]}}')
     _, report = offline({"precision_mode": "allow_mix_precision", "modify_mixlist": str(path)})
     assert report.nodes["mm"].list == "gray" and report.nodes["mm"].dtype_after == F16
-    assert report.nodes["mm"].reason == "gray (modify_mixlist white-list to-remove): follows flat"
+    assert why(report, "mm") == ("precision.gray_follows", {"rule": "modify_mixlist white-list to-remove",
+                                                            "node": "flat"})
+    assert report.nodes["mm"].reason == "gray (modify_mixlist white-list to-remove): follows flat"  # as read
     _, report = offline({"precision_mode": "allow_mix_precision", "modify_mixlist": str(path)}, conv=False)
     assert report.nodes["mm"].dtype_after == F32
-    assert report.nodes["mm"].reason.endswith("no decided float input, keeps float32")
+    assert why(report, "mm") == ("precision.gray_undecided", {"rule": "modify_mixlist white-list to-remove",
+                                                              "dtype": "float32"})
 
 
 def test_keep_dtype_scope_attr_keeps_the_node():

@@ -70,11 +70,12 @@ def test_an_inserted_node_reads_its_sentence_only_when_asked():
                 text=InsertedText("precision", "Cast", source))
     assert 0 not in records._texts and records._inserted[0], "no sentence is formatted before it is read"
     decision = records["mm/NpuSimCast_0_float16"]
-    assert decision.reason == "inserted by precision: Cast of mm" and decision.reasons == []
+    assert decision.reason == "inserted by precision: Cast of mm"
+    assert decision.to_dict()["reasons"] == [{"code": "precision.inserted", "what": "Cast", "source": "mm"}]
     assert 0 not in records._texts, "nor kept once read: a row with no text set keeps none"
     decision.add_reason("more")
     assert decision.reason == "inserted by precision: Cast of mm; more"
-    assert decision.to_dict()["reasons"] == [{"code": "text", "text": "more"}]
+    assert [r.code for r in decision.reasons] == ["precision.inserted", "text"]
 
 
 def test_inserted_texts_of_several_kinds_keep_their_own_sentences():

@@ -71,12 +71,15 @@ def test_a_host_reason_without_details_is_one_value_for_every_node():
     assert with_details is not reasons.host("py_func", op="PyFunc") and with_details.get("op") == "PyFunc"
 
 
-def test_one_node_text_on_several_nodes_reads_in_each_nodes_words():
-    class Merged(reasons.NodeText):
+def test_one_lazy_reason_on_several_nodes_reads_as_each_nodes_reason():
+    class Merged(reasons.LazyReason):
         __slots__ = ()
 
-        def text_for(self, name):
-            return "kept" if name == "root" else f"merged into root, as {name}"
+        def reason_for(self, name):
+            if name == "root":
+                return reasons.reason("fusion.fused_by", rule="R", nodes=["part", "root"], ops=["Relu", "Relu"],
+                                      op="Fused")
+            return reasons.reason("fusion.fused_into", root="root", op="Fused", rule="R")
 
     shared = Merged()
     report = Report("g")
@@ -84,11 +87,11 @@ def test_one_node_text_on_several_nodes_reads_in_each_nodes_words():
         report.nodes[name] = NodeDecision(name=name, op="Relu")
         report.nodes[name].add_reason(shared)
     report.nodes["part"].add_reason("white: listed")
-    assert report.nodes["root"].reason == "kept"
-    assert report.nodes["part"].reason == "merged into root, as part; white: listed"
+    assert report.nodes["root"].reason == "fused by R: part (Relu) + root (Relu) -> Fused"
+    assert report.nodes["part"].reason == "fused into root (Fused) by R; white: listed"
     # A record made on its own and stored in the report reads the same before and after.
     alone = NodeDecision(name="other", op="Relu", reasons=[shared])
-    assert alone.reason == "merged into root, as other"
+    assert alone.reason == "fused into root (Fused) by R"
     report.nodes["other"] = alone
     assert [r.to_dict() for r in report.nodes["other"].reasons] == [
-        {"code": "text", "text": "merged into root, as other"}]
+        {"code": "fusion.fused_into", "root": "root", "op": "Fused", "rule": "R"}]

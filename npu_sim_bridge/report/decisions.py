@@ -41,7 +41,7 @@ class InsertedText:
         self.by, self.what, self.source = by, what, source
 
     def reason(self) -> Reason:
-        return coded_reason(f"{self.by}.inserted", what=self.what, source=self.source)
+        return coded_reason(f"{self.by}.inserted", what=self.what, source=str(self.source))
 
     def __str__(self) -> str:
         return self.reason().text()
