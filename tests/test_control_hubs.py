@@ -201,7 +201,8 @@ def test_the_report_records_each_hub_and_counts_only_input_nodes():
     result = run_pipeline(graph_def, options, ItemInfo(id="bn", fetch=(train.name, "loss")))
     hubs = [record for name, record in result.report.nodes.items() if name.startswith(control_hubs.HUB_SCOPE)]
     assert hubs, "the UPDATE_OPS pattern shares its control inputs among the gradient ops"
-    assert all(record.op == "NoOp" and "control inputs" in record.reason for record in hubs)
+    assert all(record.op == "NoOp" and [r.code for r in record.reasons] == ["hub.control"] for record in hubs)
+    assert all(record.reasons[0].get("inputs") >= 2 and "control inputs" in record.reason for record in hubs)
     assert result.report.nodes_before == len(graph_def.node)
     again = run_pipeline(result.graph_def, options, ItemInfo(id="bn", fetch=(train.name, "loss")))
     assert not [name for name in again.report.nodes if name.startswith(control_hubs.HUB_SCOPE + "/")

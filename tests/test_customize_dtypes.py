@@ -34,10 +34,13 @@ def test_named_ops_and_types_keep_float32(tmp_path):
     report = npu_sim_bridge.rewrite(two_matmuls(), dict(MIX, customize_dtypes=str(path)), fetches=["out"]).report
     plain = npu_sim_bridge.rewrite(two_matmuls(), MIX, fetches=["out"]).report
     assert dtypes(plain)["a"] == "float16" and dtypes(report) == dict(dtypes(plain), a="float32")
-    assert f"customize_dtypes '{path}' line 2 (its name): keeps float32" in report.nodes["a"].reason
+    (kept,) = [r for r in report.nodes["a"].reasons if r.code == "dtypes.customize"]
+    assert dict(kept.details) == {"path": str(path), "line": 2, "op_type": None}
+    assert f"customize_dtypes '{path}' line 2 (its name): keeps float32" in report.nodes["a"].reason  # as read
     path.write_text("OpType::MatMulV2:InputDtype:float32,float32,OutputDtype:float32\n")
     report = npu_sim_bridge.rewrite(two_matmuls(), dict(MIX, customize_dtypes=str(path)), fetches=["out"]).report
     assert dtypes(report) == {"a": "float32", "b": "float32", "c": "float32"} != dtypes(plain)
+    assert [r.get("op_type") for r in report.nodes["b"].reasons if r.code == "dtypes.customize"] == ["MatMulV2"]
 
 
 @pytest.mark.parametrize("text, message", [

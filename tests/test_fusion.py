@@ -97,14 +97,21 @@ def test_rules_fuse_matmul_conv_bias_and_relu_onto_fused_kernels():
     stats = next(p.stats for p in result.report.passes if p.name == "fusion")
     assert stats["fused"] == {"MatMulBiasAddFusionPass": 2, "AABiasaddConvFusion": 1,
                               "TbeConvElemwiseFusionPass": 1, "TbeFullyconnectionElemwiseDequantFusionPass": 1}
-    assert "fused into d1/Relu (_FusedMatMul) by TbeFullyconnectionElemwiseDequantFusionPass" in \
-        result.report.nodes["d1/BiasAdd"].reason
+    reasons = {name: [(r.code, dict(r.details)) for r in result.report.nodes[name].reasons]
+               for name in ("d1/BiasAdd", "d1/Relu", "d1/MatMul")}
+    assert ("fusion.fused_into", {"root": "d1/Relu", "op": "_FusedMatMul",
+                                  "rule": "TbeFullyconnectionElemwiseDequantFusionPass"}) in reasons["d1/BiasAdd"]
     # A node fused twice names every original node, the first fusion's among them, in order.
+    assert reasons["d1/Relu"][0] == ("fusion.fused_by", {
+        "rule": "TbeFullyconnectionElemwiseDequantFusionPass", "nodes": ["d1/MatMul", "d1/BiasAdd", "d1/Relu"],
+        "ops": ["MatMul", "BiasAdd", "Relu"], "op": "_FusedMatMul"})
+    assert reasons["d1/MatMul"][0] == ("fusion.fused_into", {"root": "d1/BiasAdd", "op": "_FusedMatMul",
+                                                             "rule": "MatMulBiasAddFusionPass"})
+    assert ("fusion.runs_inside", {"target": "d1/Relu", "via": "d1/BiasAdd"}) in reasons["d1/MatMul"]
+    # What people read: the fused node's sentence names its nodes and their ops.
     assert result.report.nodes["d1/Relu"].reason.startswith(
         "fused by TbeFullyconnectionElemwiseDequantFusionPass: d1/MatMul (MatMul) + d1/BiasAdd (BiasAdd) + "
         "d1/Relu (Relu) -> _FusedMatMul")
-    assert result.report.nodes["d1/MatMul"].reason.startswith(
-        "fused into d1/BiasAdd (_FusedMatMul) by MatMulBiasAddFusionPass")
 
 
 def test_precision_treats_fused_kernels_like_their_base_op():
@@ -140,7 +147,8 @@ def test_switch_all_off_with_a_per_rule_override_and_an_unswitchable_rule(tmp_pa
     assert nodes["out"].op == "_FusedMatMul" and nodes["d1/BiasAdd"].op == "_FusedMatMul"
     assert nodes["d1/Relu"].op == "Relu"                       # UB fusion off
     assert nodes["c/BiasAdd"].op == "_FusedConv2D"             # AABiasaddConvFusion cannot be switched off
-    assert "TbeFullyconnectionElemwiseDequantFusionPass switched off" in result.report.nodes["d1/Relu"].reason
+    switched = [r for r in result.report.nodes["d1/Relu"].reasons if r.code == "fusion.switched_off"]
+    assert [r.get("rule") for r in switched] == ["TbeFullyconnectionElemwiseDequantFusionPass"]
     rows = {rule.name: load_switch(path).state(rule) for rule in all_rules()}
     assert rows["AABiasaddConvFusion"].on and "cannot be switched off" in rows["AABiasaddConvFusion"].why
 
