@@ -17,6 +17,11 @@ from npu_sim_bridge.graph.attr_names import INSERTED_ATTR, PRECISION_ATTR
 HALF, FLOAT = types_pb2.DT_HALF, types_pb2.DT_FLOAT
 
 
+def codes(decision) -> list:
+    """The codes of a report record's reasons, in order."""
+    return [reason.code for reason in decision.reasons]
+
+
 def rewrite(graph, fetches, **options):
     options = {"sim_passes": "precision", **options}
     return npu_sim_bridge.rewrite(graph.as_graph_def(), options, fetches=fetches)
@@ -93,7 +98,8 @@ def test_one_cast_per_producer_output_shared_by_consumers():
     names = collections.Counter(node.name for node in inserted(graph_def))
     assert all(count == 1 for count in names.values())
     assert all(node.attr[PRECISION_ATTR].s == b"allow_mix_precision:native" for node in inserted(graph_def))
-    assert report.nodes["mm/NpuSimCast_0_float32"].reason == "inserted by precision: Cast of mm"
+    assert codes(report.nodes["mm/NpuSimCast_0_float32"]) == ["precision.inserted"]
+    assert report.nodes["mm/NpuSimCast_0_float32"].reason == "inserted by precision: Cast of mm"  # as read
 
 
 def test_variables_keep_float32_and_their_reads_are_cast():
@@ -114,7 +120,7 @@ def test_fetched_and_fed_nodes_keep_dtype_and_name():
     nodes = nodes_of(graph_def)
     # A fetch reads the op's output: mm runs float16 like any MatMul under force_fp16, under a new name,
     # and the fetched name is an Identity of its output cast back to float32 at the device's boundary.
-    assert report.nodes["mm"].reason == "force_fp16" and report.nodes["mm"].dtype_after == "float16"
+    assert codes(report.nodes["mm"]) == ["precision.forced"] and report.nodes["mm"].dtype_after == "float16"
     assert nodes["mm/NpuSimOnDevice"].op == "MatMul" and nodes["mm/NpuSimOnDevice"].attr["T"].type == HALF
     assert (nodes["mm"].op, nodes["mm"].attr["T"].type) == ("Identity", FLOAT)
     assert list(nodes["mm"].input) == ["mm/NpuSimCast_0_float32"]
@@ -124,7 +130,7 @@ def test_fetched_and_fed_nodes_keep_dtype_and_name():
     result = run_pipeline(graph.as_graph_def(), from_dict({"precision_mode": "force_fp16", "sim_passes": "precision",
                                                            "sim_fp16_execution": "native"}), item)
     log = nodes_of(result.graph_def)["log"]
-    assert log.attr["T"].type == FLOAT and result.report.nodes["log"].reason == "fed: keeps float32"
+    assert log.attr["T"].type == FLOAT and codes(result.report.nodes["log"]) == ["precision.fed"]
 
 
 def test_identity_n_list_type_attr_changes_per_element():
@@ -137,7 +143,8 @@ def test_identity_n_list_type_attr_changes_per_element():
     graph_def, report = rewrite(graph, ["y"], precision_mode="allow_mix_precision", sim_fp16_execution="native")
     nodes = nodes_of(graph_def)
     assert list(nodes["both"].attr["T"].list.type) == [HALF, FLOAT]
-    assert nodes["relu"].attr["T"].type == HALF and report.nodes["relu"].reason == "gray: follows both"
+    assert nodes["relu"].attr["T"].type == HALF and codes(report.nodes["relu"]) == ["precision.gray_follows"]
+    assert report.nodes["relu"].reasons[0].get("node") == "both"
     value = run_graph_def(graph_def, "y:0", {"x:0": np.full((2, 2), 2.0, np.float32)})
     np.testing.assert_allclose(value, np.full((2, 2), 8.0 + np.log(2.0)), rtol=1e-3)
 
@@ -174,8 +181,9 @@ def test_float16_graph_is_left_alone_under_mix_precision(execution):
     graph_def, report = rewrite(float16_graph(), ["y"], precision_mode="allow_mix_precision",
                                 sim_fp16_execution=execution)
     assert graph_def == _with_defaults(float16_graph())
-    assert report.nodes["mm16"].reason == "keeps float16: mix precision lowers float32 ops only"
-    assert report.nodes["x16"].reason == "existing Cast: keeps SrcT and DstT"
+    assert codes(report.nodes["mm16"]) == ["precision.mix_keeps"] and report.nodes["mm16"].reasons[0].get("dtype") == \
+        "float16"
+    assert codes(report.nodes["x16"]) == ["precision.existing_cast"]
 
 
 def _with_defaults(graph):
@@ -265,7 +273,7 @@ def test_functional_while_and_if_bodies_are_rewritten(execution):
     nodes = nodes_of(graph_def)
     loop = next(n for n in graph_def.node if n.op in ("While", "StatelessWhile"))
     assert loop.attr["T"] == nodes_of(graph.as_graph_def())[loop.name].attr["T"]  # signature kept
-    assert report.nodes[loop.name].reason.startswith("function call: keeps its signature dtypes")
+    assert codes(report.nodes[loop.name])[0] == "precision.function_call"
     body = next(f for f in graph_def.library.function if f.signature.name == loop.attr["body"].func.name)
     matmul = next(n for n in body.node_def if n.op == "MatMul")
     assert any("NpuSimCast" in n.name for n in body.node_def)
@@ -419,7 +427,7 @@ def test_grappler_second_iteration_leaves_the_graph_and_reports(npu_config):
     assert second.report.rerun and record.stats.get("already_rewritten") and not record.changed
     assert second.graph_def == first.graph_def
     again = [d for d in second.report.nodes.values() if d.name.split("/")[-1] == "mm" and d.list]
-    assert again and again[0].dtype_after == "float16" and again[0].reason == "white list"
+    assert again and again[0].dtype_after == "float16" and codes(again[0]) == ["precision.white_list"]
 
 
 
@@ -520,11 +528,11 @@ def test_nodes_alike_by_their_ports_share_a_plan_only_when_named_alike():
     result = npu_sim_bridge.rewrite(graph.as_graph_def(), {"precision_mode": "allow_mix_precision",
                                                            "mix_compile_mode": True}, fetches=["y", "fetched"])
     nodes = result.report.nodes
-    assert (nodes["fetched"].dtype_after, nodes["fetched"].reason) == ("float16", "white list")
+    assert (nodes["fetched"].dtype_after, codes(nodes["fetched"])) == ("float16", ["precision.white_list"])
     for name in ("host_a", "host_b"):
         assert (nodes[name].placement, nodes[name].dtype_after) == ("host", "float32")
         assert nodes[name].reason.endswith("host: keeps float32")
-    assert (nodes["plain"].dtype_after, nodes["plain"].reason) == ("float16", "white list")
+    assert (nodes["plain"].dtype_after, codes(nodes["plain"])) == ("float16", ["precision.white_list"])
 
 
 def test_a_function_body_reads_its_results_in_the_signature_order():

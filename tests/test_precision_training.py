@@ -89,7 +89,8 @@ def test_small_cnn_trains_under_allow_mix_precision_to_float32_accuracy(npu_conf
     assert report.nodes["gradients/conv1/Conv2D_grad/Conv2DBackpropFilter"].dtype_after == "float16"
     # The training step really ran the rewritten graph: its float16 round trips executed (in a Session
     # each is one NpuSimRoundToFloat16 kernel, named as the second Cast of the pair was).
-    first_conv = next(d.name for d in forward if d.name.startswith("conv1/") and "fused into" not in d.reason)
+    first_conv = next(d.name for d in forward if d.name.startswith("conv1/")
+                      and "fusion.fused_into" not in [r.code for r in d.reasons])
     assert f"{first_conv}/NpuSimRound_0_float16" in executed
     assert mixed_loss != reference_loss and mixed_loss == pytest.approx(reference_loss, rel=1e-2)
     assert reference > 0.8

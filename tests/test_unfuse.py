@@ -142,7 +142,8 @@ def test_a_single_rule_off_changes_exactly_its_fusion(tmp_path, rule):
     assert set(fused_on) - set(fused) == {rule}
     assert {name: count for name, count in fused.items() if name != rule} == \
         {name: count for name, count in fused_on.items() if name != rule}
-    switched = [n.name for n in report.nodes.values() if f"{rule} switched off" in n.reason]
+    switched = [n.name for n in report.nodes.values()
+                if any(r.code == "fusion.switched_off" and r.get("rule") == rule for r in n.reasons)]
     assert switched == (["bias2"] if rule == "MatMulBiasAddFusionPass" else ["relu"])
     if rule == "MatMulBiasAddFusionPass":
         assert value != all_on  # the bias is added after the float16 rounding now
@@ -162,7 +163,7 @@ def test_fused_away_nodes_carry_their_fused_ops_decisions(tmp_path, remapping):
         assert fused.dtype_after == "float16" and fused.placement == "device" and fused.geop
         assert (node.list, node.dtype_after, node.placement, node.geop) == \
             (fused.list, fused.dtype_after, fused.placement, fused.geop)
-        assert "fused into " in node.reason
+        assert "fusion.fused_into" in [r.code for r in node.reasons]
 
 
 def test_a_fused_op_the_simulator_cannot_rebuild_stays_fused_and_is_reported():
@@ -179,5 +180,6 @@ def test_a_fused_op_the_simulator_cannot_rebuild_stays_fused_and_is_reported():
     node.attr["num_args"].i = 1
     node.attr["fused_ops"].list.s.extend([b"BiasAdd", b"Softplus"])
     report = npu_sim_bridge.rewrite(graph_def, {"precision_mode": "allow_mix_precision"}, fetches=["out"]).report
-    assert "fused op 'Softplus' has no primitive this simulator rebuilds" in report.nodes["mm"].reason
+    (kept,) = [r for r in report.nodes["mm"].reasons if r.code == "fusion.remapper_kept"]
+    assert "fused op 'Softplus' has no primitive this simulator rebuilds" in kept.get("why")
     assert any("mm" in text and "cannot take apart" in text for text in report.warnings)
