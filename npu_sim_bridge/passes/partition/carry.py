@@ -43,9 +43,15 @@ class Proposed:
     """What placement proposed (a result it publishes), for partition to reuse while the graph is unchanged,
     or to carry over the nodes the passes in between add (`journal` records what they do)."""
 
-    journal: EditJournal
+    journal: EditJournal | None  # None once partition proposed again (see keep_host_reasons_only)
     proposal: Proposal
     inherent: set[str]        # host nodes the adapter never sinks (no "enable mix_compile_mode" advice)
+
+    def keep_host_reasons_only(self) -> None:
+        """Drop what only carrying reads (the journal, the segments and their layout), for a partition
+        that proposes again and reads only the host reasons: they are not held through its proposal."""
+        self.journal = None
+        self.proposal = Proposal(host=self.proposal.host, segments=[])
 
 
 def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidate,

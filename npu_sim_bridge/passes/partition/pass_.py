@@ -56,6 +56,8 @@ class PartitionPass(GraphPass):
         if earlier is not None and earlier.journal.changed(view):
             proposal = carried_proposal(ctx, functions)  # the passes in between changed the graph
         if proposal is None:
+            if earlier is not None:  # not carried: its journal and segments go before proposing again
+                earlier.keep_host_reasons_only()
             # Every name, only here: a carried proposal needs no list of them (it was a fiftieth of the peak)
             proposal = fresh_proposal(ctx, view.graph_order_names(), functions, inherent)
         # Nothing carries the proposal again: its units and layers go before the outlining.
