@@ -3,8 +3,18 @@
 Passes build `Reason`s and hand them to the report; code that needs to know why (the full-sink
 warning, a cond region naming the op that kept it on the host) reads the code and the details,
 never the text. `Reason.text()` renders a sentence from the code's template; a reason that wraps
-another (`cause`) renders it inline. Codes of placement decisions start with "host."; those of the
-CPU layout ("layout.") say which ops run in another layout on the CPU than on the NPU, and why.
+another (`cause`) renders it inline. A code names its decision family by its prefix:
+
+    host.       placement: why a node stays on the host (rendered with a "host: " prefix)
+    layout.     the CPU layout: ops that run in another layout on the CPU than on the NPU, and why
+    precision.  the dtype a node runs in (white/black list, gray follows, keeps, forced, inserted Casts)
+    fusion.     fused by a rule, fused into another node, switched off, not fired, Grappler's remapper
+    dtypes.     kept in float32 by the customize_dtypes file
+    hub.        a control hub the pipeline inserted
+
+`reason(code, **details)` (and `host(code, ...)`) refuse a code with no template. A pass that records
+a reason per node keeps a `LazyReason` (a few slots) that becomes its Reason when the report is read.
+The "text" code is left only for free text set on a record by hand.
 """
 
 from __future__ import annotations
