@@ -627,3 +627,15 @@ def test_the_view_reads_every_op_past_two_bytes_of_codes():
     graph_def.node.add(name="c", op="NewD")
     wide = GraphView(graph_def)  # past two bytes as it is built
     assert wide.op("c") == "NewD" and wide.op("n7") == "Op7" and wide.op("b") == "NewB"
+
+
+def test_the_view_lists_consumers_per_edge_without_decoding_its_index():
+    """consumers_of gives one name per edge (c reads b twice: there twice), () for none, and a name no
+    node has lists its readers; consumer_edges gives every producer with a consumer, the graph's first."""
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Relu" input: "ghost" }'))
+    assert sorted(view.consumers_of("b")) == ["c", "c"] and view.consumers_of("d") == ()
+    assert list(view.consumers_of("ghost")) == ["d"] and view.consumers("b") == ["c"]
+    listed = [(name, sorted(users)) for name, users in view.consumer_edges()]
+    assert listed == [("a", ["b", "c"]), ("b", ["c", "c"]), ("ghost", ["d"])]
+    view.set_input("c", 0, "a")
+    assert list(view.consumers_of("b")) == ["c"] and sorted(view.consumers_of("a")) == ["b", "c", "c"]

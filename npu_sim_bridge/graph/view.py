@@ -259,6 +259,20 @@ class GraphView:
         dict each was the largest part of the view (a third of it on BERT)."""
         return ConsumerIndex(self)
 
+    def consumers_of(self, name: str) -> "Sequence[str]":
+        """The consumers of node `name`, one per edge (a consumer reading it twice is there twice; no
+        order to rely on; () for none): the consumer index's entry decoded, read-only. A name no node
+        has counts as a producer too (its readers)."""
+        return edges(self.users_of(name))
+
+    def consumer_edges(self) -> "Iterator[tuple[str, Sequence[str]]]":
+        """(producer, `consumers_of(producer)`) of every producer that has a consumer: the nodes in
+        GraphDef order, then the names read that no node has."""
+        for name, held in self.producers_with_users():
+            yield name, edges(held)
+        for name, held in self._dangling.items():
+            yield name, edges(held)
+
     def producers_with_users(self) -> "Iterator[tuple[str, str | list[str]]]":
         """(producer, its consumers as `edges` reads them) for each node that has one, in GraphDef
         order."""

@@ -32,7 +32,7 @@ from collections.abc import Container, Iterator
 from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.validate import ranks_in_force, topological_order
-from npu_sim_bridge.graph.view import EditJournal, GraphView, edges
+from npu_sim_bridge.graph.view import EditJournal, GraphView
 from npu_sim_bridge.passes.partition.cluster import READ_REF, EdgeKinds, Proposal
 
 _MAX_CHAIN = 16
@@ -113,14 +113,13 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
     # whether or not it is carried (a copy of them was a thirtieth of the partition's peak).
     grown = proposal.segments
     host_anchored: dict[str, int] = {}  # a new node on a chain from a host node -> its segment
-    consumers = view.consumer_index()
     for name in _deepest_first(new, view):
         found = anchor(name)
         if found is None or not is_candidate(view.node(name)):
             return None
         producer = found[0]
         unit = unit_of.get(producer)
-        users = edges(consumers.get(name, ()))
+        users = view.consumers_of(name)
         if unit is None or not users:
             return None
         for user in users:
@@ -163,7 +162,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if crosses and (layout.guards(*found) or _tied(view, kinds, name, user)):
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
-    del host_anchored, consumers  # done with: the ordering below is the peak's step
+    del host_anchored  # done with: the ordering below is the peak's step
     segments, first = _in_topological_order(view, grown)
     del grown
     if len(segments) > 1:

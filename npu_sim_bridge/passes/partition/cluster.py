@@ -33,7 +33,7 @@ from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.name_index import new_index
 from npu_sim_bridge.graph.names import node_name, parse_input
 from npu_sim_bridge.graph.ports import input_ports, output_ports
-from npu_sim_bridge.graph.view import GraphView, edges
+from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.native.loader import shim_function
 from npu_sim_bridge.graph.op_categories import (CALLING_OPS, NEXT_ITERATION_OPS, PASS_THROUGH_OPS, SWITCH_OPS,
                                                  makes_passable_variant)
@@ -205,11 +205,11 @@ class _Units:
         that has an edge: an empty one per unit was twice the GraphDef)."""
         unit_of = self.of
         succ: list = [None] * len(self.nodes)
-        for producer, users in view.consumer_index().items():
+        for producer, users in view.consumer_edges():
             source = unit_of.get(producer)
-            if source is None or not users or producer in back_edge_sources:
+            if source is None or producer in back_edge_sources:
                 continue
-            targets = {unit_of[user] for user in edges(users)}  # the sets are built in C
+            targets = {unit_of[user] for user in users}  # the sets are built in C
             targets.discard(source)
             if not targets:
                 continue
@@ -224,13 +224,12 @@ class _Units:
         """`_links` when unit i is node order[i]: a node's consumers are its unit's successors. A unit
         without any holds the one empty tuple (an empty list per unit was a tenth of the peak)."""
         unit_at = self.of.__getitem__
-        consumers = view.consumer_index()
+        consumers_of = view.consumers_of
         succ: list = [()] * len(order)
         for source, name in enumerate(order):
-            users = consumers.get(name)
+            users = consumers_of(name)
             if not users or name in back_edge_sources:
                 continue
-            users = edges(users)
             targets = sorted(set(map(unit_at, users)))  # one per edge in the index: a unit once
             if name in users:  # as in _links, a unit is not its own successor
                 targets.remove(source)

@@ -34,7 +34,6 @@ from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
-from npu_sim_bridge.graph.view import edges
 from npu_sim_bridge.passes.precision import ports
 from npu_sim_bridge.passes.precision.decide import FIXED, FP16, FP32, GRAY, PLUMBING, Plan
 from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, PRECISION_ATTR, ORIG_PREFIX, ROUND_OP
@@ -177,7 +176,7 @@ class Rewriter:
             if any(self.exec_dtype(plan, p) != p.dtype or self._lowered(plan, p) or
                    (plan.cube_split and self._changeable(plan, p)) for p in plan.sig.inputs + plan.sig.outputs):
                 marked[place(name)] = 1
-                for consumer in edges(view.users_of(name)):
+                for consumer in view.consumers_of(name):
                     marked[place(consumer)] = 1
         self.dirty = [name for name in view.names() if marked[place(name)]]
         del marked
