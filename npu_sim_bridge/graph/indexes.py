@@ -18,8 +18,7 @@ UNRANKED = float("-inf")  # the rank of a node added since validation last ranke
 
 class Ranks:
     """Validation's topological ranks, by node name: the view's place index over one array of ranks by
-    place (a dict of ranks, and a float object for each added node's, were a fifth of a rewrite's peak
-    memory on BERT). Loops that read many take `place` and `values` and index them directly."""
+    place (see graph.view's design note). Loops that read many take `place` and `values` and index them directly."""
 
     __slots__ = ("place", "values")
 
@@ -40,13 +39,12 @@ class Ranks:
         """`names` by rank, ties by place: as `topological_order` lists them in the whole graph when it
         orders by these ranks (see `validate.ranks_in_force`). Only nodes added since the last complete
         check tie (each a fraction above its highest input; the others' ranks are distinct integers),
-        and those the view lists in the order of their places. Sorted as arrays: a float and an int
-        object per name, as sorting them in Python makes, were a sixth of a rewrite's peak memory."""
+        and those the view lists in the order of their places. Sorted as arrays of places."""
         count = len(names)
         places = numpy.fromiter(map(self.place.__getitem__, names), dtype=numpy.int64, count=count)
         keys = numpy.frombuffer(self.values, dtype=numpy.float64)[places]
         order = numpy.lexsort((places, keys))  # the last key first
-        del places, keys  # each array goes as soon as it is used: the sort of every node was a peak
+        del places, keys  # each array goes as soon as it is used
         return list(map(names.__getitem__, order))
 
 
@@ -63,8 +61,7 @@ class Positions:
         return self._where[self._place[name]]
 
     def sorted(self, names: list[str]) -> list[str]:
-        """`names` in the order's order. Sorted as arrays: an int object per name as a sort key, for a
-        sort of every node, was a tenth of a rewrite's peak memory."""
+        """`names` in the order's order (sorted as arrays of places)."""
         return _sorted_by(numpy.frombuffer(self._where, dtype=numpy.int64), self._place, names)
 
 
@@ -73,8 +70,8 @@ def _sorted_by(by_place: numpy.ndarray, place: "Mapping[str, int]", names: list[
     count = len(names)
     keys = by_place[numpy.fromiter(map(place.__getitem__, names), dtype=numpy.int64, count=count)]
     order = numpy.argsort(keys, kind="stable")
-    del keys  # each array goes as soon as it is used: the sort of every node was a partition's peak
-    # Straight into the list: an object array of the names, and its sorted copy, were a tenth of it.
+    del keys  # each array goes as soon as it is used
+    # Straight into the list (no object array of the names).
     return list(map(names.__getitem__, order))
 
 

@@ -10,6 +10,37 @@ The index holds per node its place in the GraphDef, its op and its input strings
 wrapper: `node()` makes one at each call (keep it while working on a node), and `op()` and
 `input_texts()` read no protobuf at all.
 An open `EditJournal` records what the mutators do (a later pass asks what an earlier one changed).
+
+Design: memory
+--------------
+The rewrite's memory target is a traced peak (tracemalloc over one pipeline run) under 3x the GraphDef's
+serialized size on real models (BERT: 2.1-2.3x in benchmarks/bench_scale.py); tests/test_view_memory.py
+holds the 10k-node synthetic graph, whose nodes are small (about 144 bytes each), under 5x. Per-node Python
+objects are what costs, so the view keeps per node only fixed-size columns by *place* (the node's index in
+the GraphDef until `compact()`), read through one name -> place index (`_at`, graph.name_index):
+
+    _op_codes   array   the op as a code into `_op_names` (two bytes, four past 65,536 op types)
+    _inputs     list    the input strings: the lone input's str, else a tuple (graph.table.held_inputs)
+    _rank       array   validation's topological rank (indexes.Ranks), UNRANKED for a node added since
+    _users      list    the consumer index: None, the lone consumer's name, or a list, one name per edge
+    _touched    bytes   validation's worklist (shorter when no later place was touched)
+    GraphDef    nodes   the NodeDefs themselves (no protobuf wrapper is kept per node)
+
+`_append_place` grows and `compact` cuts all of these in step (with the open journal's `_ordinal` column);
+any new per-place column must be added to both. Outside the columns: `_dead` (removed places, an array
+until `compact`), `_dangling` (names read that no node has -> readers) and `_hub_before` (hub -> the place
+it is listed before). Rules that follow: no dict or set of every node's name kept past one step; sorts of
+every node done on numpy arrays of places (indexes.py); the names and input strings are the index's own
+str objects, shared with the passes (protobuf makes a new str at each read); results that are no longer
+read are dropped before the next whole-graph step (a partition that proposes again lets go of the journal
+and placement's segments first). The journal records each input edit (node, slot, old string), in columns
+too, so carrying placement's proposal compares exact inputs.
+
+Two listing orders: `names()` and `records()` list the *index order* (GraphDef order, with each control
+hub just before its first reader), which validation and the topological order rest on; `nodes()`,
+`graph_order_names()`, `named_nodes()` and `producers_with_users()` list *GraphDef order* (hubs last).
+Making them one order would change which of two unordered nodes comes first in rewritten graphs, so both
+stay; a pass picks the one its output's order is defined by.
 """
 
 from __future__ import annotations
@@ -30,15 +61,15 @@ from npu_sim_bridge.graph.table import NodeTable, held_inputs, names_and_inputs
 
 def edges(held: "str | Sequence[str]") -> "Sequence[str]":
     """The names an index value stands for, one per edge: the consumer index holds a producer's lone
-    consumer as its name (most producers have one: a list each was a tenth of a rewrite's peak memory),
-    and the input index a node's lone input string (see graph.table.held_inputs)."""
+    consumer as its name, and the input index a node's lone input string (see graph.table.held_inputs).
+    Passes read consumers through `GraphView.consumers_of`."""
     return (held,) if held.__class__ is str else held
 
 
 class AddedNodes:
     """The nodes added since a journal opened that are still in the graph, in the order they came: the
-    view's places from a mark on, read through its place index (a dict of their names was a twentieth
-    of a rewrite's peak on a graph that gains 20k Casts). True once any node was added."""
+    view's places from a mark on, read through its place index (no set of their names). True once any
+    node was added."""
 
     __slots__ = ("_view", "mark")
 
@@ -156,21 +187,19 @@ class GraphView:
         `table`: the GraphDef's node columns, when the caller has them (the index is built from them)."""
         self._graph_def = graph_def
         self._stored = graph_def.node  # the NodeDefs, which `_at` indexes
-        # The places of the nodes removed since `compact`, which drops them: an array (a list of int
-        # objects, and the runs `compact` made of them, were a twentieth of the partition's peak).
+        # The places of the nodes removed since `compact`, which drops them.
         self._dead = array("q")
         # Validation state: a topological rank per node from the last full check (see `ranks`; kept by
         # place in `_rank`, made in `_index`), and the nodes added or given new inputs since (see
         # graph.validate); only the mutators below update them.
         # Validation's worklist (see `take_touched`): a byte per place, set where a node was added or
-        # edited; `_touched_any` stays set for a node removed since. A set of their names was half the
-        # GraphDef on a graph that gains 20k Casts, a list of them a fiftieth.
+        # edited; `_touched_any` stays set for a node removed since.
         self._ranked = False
         self._touched = bytearray()
         self._touched_any = False
         self._journal: EditJournal | None = None
         # A topological order of the graph as it is (see `remember_order`): every mutator forgets it, so
-        # that a stale one is not kept (it was a thirtieth of a rewrite's peak memory).
+        # that a stale one is not kept.
         self._order_memo: list[str] | None = None
         self.hubs: list[control_hubs.Hub] = []
         if table is not None:
@@ -204,9 +233,7 @@ class GraphView:
     def names(self) -> list[str]:
         """Names of the live nodes in the index order (`records`' order): GraphDef order, but with each hub
         just before its first reader (or, once that reader is removed, before the node that followed it).
-
-        Made at each call from the place index: a dict of names kept in that order was a fifth of a
-        rewrite's peak memory on BERT, and most graphs' hubs are a few hundred nodes."""
+        Made at each call from the place index (see the module's design note)."""
         if not self._hub_before:
             return list(self._at)
         hubs = self._hub_before
@@ -253,10 +280,7 @@ class GraphView:
         """producer name -> its consumers' names, one per edge (a consumer reading the producer twice is
         there twice; no order to rely on): a list, or the name of a lone consumer (read values through
         `edges`); read-only, kept current by the mutators. Producers a node reads that are not in the
-        graph are in it too (validation reports them).
-
-        Names per producer, not a count per consumer: most producers have one or two consumers, and a
-        dict each was the largest part of the view (a third of it on BERT)."""
+        graph are in it too (validation reports them)."""
         return ConsumerIndex(self)
 
     def consumers_of(self, name: str) -> "Sequence[str]":
@@ -374,9 +398,7 @@ class GraphView:
 
     def positions(self, order: list[str]) -> Positions:
         """Each live node's position in `order`, a list of every live node (say a topological order):
-        call it with a name, or sort names by it with its `sorted`. The positions are an array by place,
-        not a dict: a dict of every node was a tenth of a rewrite's peak memory on a graph that gains
-        20k Casts."""
+        call it with a name, or sort names by it with its `sorted`. The positions are an array by place."""
         at = self._at
         if len(order) != len(at):
             raise ValueError(f"positions for {len(order)} of the view's {len(at)} nodes")
@@ -415,8 +437,7 @@ class GraphView:
 
     def take_touched(self) -> Iterator[str]:
         """The live nodes added or edited since the last call (in the index's order, each once), and
-        forget them: validation's worklist. An iterator over the index (a list of their names was a
-        fiftieth of a rewrite's peak after a pass adding 20k Casts): read it before the next edit."""
+        forget them: validation's worklist. An iterator over the index: read it before the next edit."""
         marks, self._touched, self._touched_any = self._touched, bytearray(), False
         if not marks:
             return iter(())
@@ -569,9 +590,7 @@ class GraphView:
 
     def compact(self) -> None:
         """Drop removed nodes from the GraphDef (the live nodes keep their order and their index entries).
-
-        The removed nodes' places say what to drop: no NodeDef's name is read (protobuf makes a str at
-        each read; a set of them all was a fifth of the rewrite's peak on BERT)."""
+        The removed nodes' places say what to drop: no NodeDef's name is read."""
         if not self._dead:
             return
         dead = numpy.sort(numpy.frombuffer(self._dead, dtype=numpy.int64))
@@ -607,11 +626,9 @@ class GraphView:
         """Index the GraphDef's nodes from their names, inputs (`held_inputs`) and ops (the view takes
         the lists and edits them). `given_consumers` gives their consumer index (the view takes it), or None; asked
         only where no hubs change the edges."""
-        # name -> the node's place in the GraphDef, live nodes in GraphDef order (`compact` renumbers):
-        # no protobuf wrapper is kept per node (one each was a third of the view's memory).
+        # name -> the node's place in the GraphDef, live nodes in GraphDef order (`compact` renumbers).
         self._at = new_index(names)
-        # By place, as `_at` gives it, the op of every NodeDef the GraphDef holds: a code into `_op_names`,
-        # two bytes (a list of str references was a twentieth of a rewrite's peak memory).
+        # By place, as `_at` gives it, the op of every NodeDef the GraphDef holds: a code into `_op_names`.
         self._op_names: list[str] = []
         self._op_code_of: dict[str, int] = {}
         self._op_codes = array("H")
@@ -628,8 +645,7 @@ class GraphView:
                 "the graph has duplicate node names: " + ", ".join(sorted(duplicates)[:10]))
         hubs = control_hubs.plan_hubs(self._at, inputs, self.op) if gather_control_inputs else []
         # The consumer index: by place, the names of the nodes that read the node there (None for none,
-        # else as `edges` reads them), and the names read but not in the graph in a dict of their own. A
-        # dict of every producer was the largest index of a graph that gains many Casts.
+        # else as `edges` reads them), and the names read but not in the graph in a dict of their own.
         self._users: list = [None] * len(self._op_codes)
         self._dangling: dict[str, str | list[str]] = {}
         given = None

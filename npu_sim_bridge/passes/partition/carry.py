@@ -75,8 +75,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
 
     def anchor(name: str) -> TensorRef | None:
         """The (producer, port) an added node's chain reads, or None if it is not such a chain. Walked
-        at each call: a chain is at most _MAX_CHAIN long, and a memo of every added node's was a
-        twentieth of the rewrite's peak on a graph that gains 20k Casts."""
+        at each call (a chain is at most _MAX_CHAIN long; no memo of every added node's)."""
         links = 0
         while name in new and links <= _MAX_CHAIN:
             links += 1
@@ -110,7 +109,7 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
                 return None
 
     # Each segment gets its new nodes, in the proposal's own lists: the proposal is not read again
-    # whether or not it is carried (a copy of them was a thirtieth of the partition's peak).
+    # whether or not it is carried (no copy of them).
     grown = proposal.segments
     host_anchored: dict[str, int] = {}  # a new node on a chain from a host node -> its segment
     for name in _deepest_first(new, view):
@@ -162,15 +161,14 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             if crosses and (layout.guards(*found) or _tied(view, kinds, name, user)):
                 return None  # a tied tensor or a v1 cond branch tensor would cross
 
-    del host_anchored  # done with: the ordering below is the peak's step
+    del host_anchored  # done with, before the ordering below
     segments, first = _in_topological_order(view, grown)
     del grown
     if len(segments) > 1:
         if any(layout.frame):
             return None
         segments.sort(key=first)
-    # The host nodes in GraphDef order, which is their places' (a list of every name, to go through
-    # in that order, was the step past the partition's peak on a graph that gains 20k Casts).
+    # The host nodes in GraphDef order, which is their places' (no list of every name).
     in_order = sorted((name for name in host if name in view), key=view.place)
     # A fresh proposal on this graph ends in its first round: nothing to drop, no tied edge.
     return Proposal(host={name: host[name] for name in in_order}, segments=segments,
@@ -181,9 +179,8 @@ def _in_topological_order(view: GraphView, grown: list[list[str]]):
     """Each segment's nodes in `topological_order(view)`'s order (`grown`'s lists go as they are
     sorted), and the key that orders segments by their first node the same way.
 
-    A view validated since its last edit sorts each segment by its ranks (`ranks_in_force`): an order
-    of every node, its positions and the sort of them all were the partition pass's peak on a graph
-    that gains 20k Casts."""
+    A view validated since its last edit sorts each segment by its ranks (`ranks_in_force`), with no
+    order of every node (see graph.view's design note)."""
     ranks = ranks_in_force(view)
     if ranks is not None:
         sort, place = ranks.sorted, view.place
@@ -200,8 +197,7 @@ def _in_topological_order(view: GraphView, grown: list[list[str]]):
 
 def _deepest_first(new, view: GraphView) -> Iterator[str]:
     """The added nodes, the deepest in their chain first (each one before the added node it reads).
-    By depth, from a byte per node: a sorted list of them all, and its keys, were a twentieth of
-    the partition's peak on a graph that gains 20k Casts."""
+    By depth, from a byte per node (no sorted list of them all)."""
     depths = bytearray(_chain_depth(name, new, view) for name in new)  # in `new`'s order
     for depth in sorted(set(depths), reverse=True):
         yield from (name for name, at in zip(new, depths) if at == depth)
