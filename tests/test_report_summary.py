@@ -45,7 +45,7 @@ with v1.Session(graph=graph, config=config) as sess:
     sess.run(logits, {x: feed[x]})
 """
 
-_LINE = re.compile(r"^npu-sim: (\d{3}_\w+) \((\w+): .*\): (\d+) GeOps \((\d+) ops on the NPU\), (\d+) host ops; "
+_LINE = re.compile(r"^npu-sim: (\d{3,}_\w+) \((\w+): .*\): (\d+) GeOps \((\d+) ops on the NPU\), (\d+) host ops; "
                    r"(float16 (\d+) of (\d+) float ops on the NPU \(\d+%\)|no float op on the NPU); report (\S+)$")
 
 
@@ -100,7 +100,8 @@ def test_a_plain_session_prints_the_lines_when_asked(tmp_path, capsys, monkeypat
 def test_report_files_are_named_by_role(tmp_path):
     npu_sim_bridge.clear_reports()
     _exec(_script(tmp_path))
-    names = sorted(os.path.basename(path)[4:-5] for path in glob.glob(str(tmp_path / "reports" / "*.json")))
+    files = glob.glob(str(tmp_path / "reports" / "*.json"))
+    names = sorted(re.sub(r"^\d{3,}_", "", os.path.basename(path)[:-len(".json")]) for path in files)
     assert names == ["eval", "init", "predict", "train"]
     reports = [r for r in npu_sim_bridge.recent_reports() if not r.rerun]
     assert len({r.graph_id for r in reports}) == len(reports), "names stay unique"
