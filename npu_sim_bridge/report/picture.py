@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from importlib import resources
 
 # The page's script, in this order, inside one function scope (picture.html): each file uses the names before it.
 SCRIPTS = ("picture_layout.js", "picture_draw.js", "picture_legend.js", "picture.js")
-_FUSED_INTO = re.compile(r"fused into (\S+) \(")
-_RUNS_INSIDE = re.compile(r"runs inside (\S+), as ")
 
 
 def render_html(data: dict) -> str:
@@ -36,16 +33,18 @@ def render_html(data: dict) -> str:
 
 
 def fused_away(report, drawn: set[str]) -> dict[str, str]:
-    """name -> the drawn node that runs it, for each node of the report a fusion removed (its reason says
-    "fused into X (...)", and "runs inside Y" when X was fused again): what search lands on."""
+    """name -> the drawn node that runs it, for each node of the report a fusion removed (its reasons
+    `fusion.fused_into` the root, and `fusion.runs_inside` a target when the root was fused again):
+    what search lands on."""
     if report is None:
         return {}
     found = {}
     for name in report.nodes:
         if name in drawn:
             continue
-        text = report.nodes[name].reason or ""
-        match = _RUNS_INSIDE.search(text) or _FUSED_INTO.search(text)
-        if match and match.group(1) in drawn:
-            found[name] = match.group(1)
+        reasons = report.nodes[name].reasons
+        target = (next((r.get("target") for r in reasons if r.code == "fusion.runs_inside"), None)
+                  or next((r.get("root") for r in reasons if r.code == "fusion.fused_into"), None))
+        if target in drawn:
+            found[name] = target
     return found
