@@ -124,6 +124,24 @@ def test_counts_agree_across_text_json_and_picture(tmp_path, name):
     assert all(index >= summary["input_nodes"] for index, row in enumerate(data["nodes"]) if not row["placement"])
 
 
+def test_the_count_check_finds_a_figure_that_disagrees(tmp_path):
+    """The check the sweep relies on fails when one form gives another figure."""
+    model = zoo.sweep_builders(applications=[])["user_cond_mlp"]()
+    result = npu_sim_bridge.rewrite(model.meta_graph_def(), {"sim_report_dir": str(tmp_path)},
+                                    fetches=model.fetch_names())
+    text_path = os.path.join(str(tmp_path), result.report.graph_id + ".txt")
+    text = open(text_path, encoding="utf-8").read()
+    placed = re.search(r"records by placement: device (\d+)", text)
+    assert placed and counts.disagreements(result, str(tmp_path)) == []
+    with open(text_path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace(f"device {placed.group(1)}", f"device {int(placed.group(1)) + 1}", 1))
+    assert any("placements" in problem for problem in counts.disagreements(result, str(tmp_path)))
+    with open(text_path, "w", encoding="utf-8") as handle:  # records without a placement the text leaves out
+        handle.write(re.sub(r"(records by placement: [^\n(]*?)( \(\d+ records without one[^)\n]*\))?$",
+                            r"\1 (7 records without one: nodes the passes added)", text, count=1, flags=re.M))
+    assert any("without a placement" in problem for problem in counts.disagreements(result, str(tmp_path)))
+
+
 def test_inspect_of_a_meta_graph_leaves_the_initializers_out(tmp_path, capsys):
     model = zoo.tf1_batchnorm_cnn()
     path = str(tmp_path / "model.meta")

@@ -26,7 +26,7 @@ def picture_data(path: str) -> dict:
 
 
 def _pairs(line: str) -> dict:
-    return {key: int(value) for key, value in (part.rsplit(" ", 1) for part in line.split(", ") if part)}
+    return {key: int(value) for key, value in (part.strip().rsplit(" ", 1) for part in line.split(",") if part.strip())}
 
 
 def disagreements(result, folder: str) -> list[str]:
@@ -57,7 +57,8 @@ def disagreements(result, folder: str) -> list[str]:
     check("input graph nodes", len(result.graph_as_it_came().node), counts["input_nodes"])
     check("GeOps listed", len(data["summary"]["geops"]), counts["geops"])
     check("picture nodes inside GeOps", sum(1 for row in picture["nodes"] if row["g"] >= 0), counts["inside_geops"])
-    by_placement = re.search(r"records by placement: ([^(\n]*)(?: \((\d+) records without one)?", text)
+    by_placement = re.search(r"^  records by placement: ([^(\n]*?)(?: \((\d+) records without one[^)\n]*\))?$", text,
+                             re.M)
     unplaced = sum(1 for row in data["nodes"] if not row["placement"])
     if by_placement:
         check("placements, text vs JSON", _pairs(by_placement.group(1)), data["summary"]["placements"])
