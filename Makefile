@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(PY) examples/quickstart_session.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q -rs tests
+	$(PY) -m pytest -q -rs --durations=25 tests
 
 # The documentation site (site/): the reference pages generated from the code, then MkDocs (installed on first use).
 docs: $(STAMP)
