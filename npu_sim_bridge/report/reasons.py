@@ -169,11 +169,6 @@ class Reason:
 _HOST_CODES: dict[str, str] = {code[len("host."):]: code for code in _TEMPLATES if code.startswith("host.")}
 
 
-# One Reason per code that has no details: placement gives the same one to every node of a dropped
-# segment (an object and a dict per node were a tenth of BERT's peak). Reasons are frozen.
-_PLAIN_HOST: dict[str, Reason] = {}
-
-
 def host(code: str, **details) -> Reason:
     """A placement reason: the node stays on the host (`code` without its "host." prefix). A code with no
     template is refused (ValueError): a reason the report cannot word is a programming error."""
@@ -181,12 +176,7 @@ def host(code: str, **details) -> Reason:
     if full is None:
         raise ValueError(f"unknown host reason code {code!r}: add a template for 'host.{code}' to report/reasons.py "
                          f"or use one of {', '.join(sorted(_HOST_CODES))}")
-    if details:
-        return Reason(full, details)
-    plain = _PLAIN_HOST.get(code)
-    if plain is None:
-        plain = _PLAIN_HOST[code] = Reason(full, {})
-    return plain
+    return reason(full, **details)
 
 
 def reason(code: str, **details) -> Reason:
@@ -204,6 +194,8 @@ def reason(code: str, **details) -> Reason:
     return plain
 
 
+# One Reason per code that has no details: placement gives the same one to every node of a dropped
+# segment (an object and a dict per node were a tenth of BERT's peak). Reasons are frozen.
 _PLAIN: dict[str, Reason] = {}
 
 
