@@ -36,7 +36,14 @@ def _bisect(tmp_path, *extra, **popen):
                TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.Popen([sys.executable, "-m", "npu_sim_bridge", "bisect", "--script", str(script),
                              "--metric", r"loss = (\S+)", "--workdir", str(tmp_path / "work"), "-o", str(tmp_path / "mixlist.json"), *extra,
-                             "--script-args", str(tmp_path / "pids")], env=env, **popen)
+                             "--script-args", str(tmp_path / "pids")], env=env, preexec_fn=_as_from_a_terminal,
+                            **popen)
+
+
+def _as_from_a_terminal():
+    """SIGINT delivered as a terminal's Ctrl-C is, even when the suite itself runs in the background (where
+    the shell starts it with SIGINT ignored, which children would inherit)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _pids(tmp_path, bisect=None):
