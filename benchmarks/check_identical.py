@@ -13,6 +13,12 @@ serialization, the SHA-256 of the report's JSON without its run-time fields (pas
 the report's decision columns (name, op, list, dtypes, placement, GeOp, the reason text people read) as a
 digest, and the report itself, for the comparison to show what else differs.
 
+Per model of the sweep (zoo.*) it also trains the model as testing/sweep.py does (the same start values
+and batches in every run) in the float32 runs plain, pp_full and pp_mix and in the allow_mix_precision
+run mixed, and writes the loss before each of the training steps and after the last as exact float hex
+strings (key `<model>/float32`): the comparison then shows whether the numbers are bit-identical too.
+`--parts rewrite` or `--parts float32` writes only one of the two.
+
     python benchmarks/check_identical.py --out /tmp/after.json                 # digests of this tree
     PYTHONPATH=/path/to/old/tree python benchmarks/check_identical.py --out /tmp/before.json
     python benchmarks/check_identical.py --compare /tmp/before.json /tmp/after.json
@@ -40,6 +46,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 DECISION_KEYS = ("name", "op", "list", "dtype_before", "dtype_after", "placement", "geop", "reason")
 OPTION_SETS = ("default", "mix", "fp16")
+PARTS = ("rewrite", "float32")
+FLOAT32_RUNS = ("plain", "pp_full", "pp_mix", "mixed")  # sweep.py's float32 runs and its mixed-precision run
+FLOAT32_STEPS = 3
 
 
 def option_set(name: str, folder: str) -> dict:
@@ -132,7 +141,29 @@ def digest_one(builder, options: dict) -> dict:
     }
 
 
-def write_digests(out: str, only: list[str] | None, sets: list[str]) -> None:
+def float32_losses(name: str, builder) -> dict:
+    """{run: [loss before each training step and after the last, as float.hex]} of the sweep's runs."""
+    from npu_sim_bridge.testing import sweep
+
+    reset_counters()
+    row = sweep.measure(name, builder, steps=FLOAT32_STEPS, runs=FLOAT32_RUNS)
+    return {"losses": {run: [float(value).hex() for value in row.histories[run]] for run in FLOAT32_RUNS}}
+
+
+def compare_losses(key: str, before: dict, after: dict) -> bool:
+    """Print whether two sides' loss histories are bit-identical, and the first step that differs."""
+    differing = [run for run in sorted(set(before) | set(after)) if before.get(run) != after.get(run)]
+    print(f"{key:40s} losses {'same' if not differing else 'DIFFER'} "
+          f"({len(set(before) | set(after))} runs x {max(map(len, list(before.values()) or [[]]))} values)")
+    for run in differing:
+        left, right = before.get(run) or [], after.get(run) or []
+        step = next((i for i, (a, b) in enumerate(zip(left, right)) if a != b), min(len(left), len(right)))
+        show = [float.fromhex(v) if v else None for v in (left[step:step + 1] + right[step:step + 1])]
+        print(f"    {run}: first differs at value {step}: {show}")
+    return not differing
+
+
+def write_digests(out: str, only: list[str] | None, sets: list[str], parts=PARTS) -> None:
     import tensorflow as tf
 
     tf.compat.v1.disable_eager_execution()
@@ -140,21 +171,26 @@ def write_digests(out: str, only: list[str] | None, sets: list[str]) -> None:
     # One folder name on both sides: the report names the modify_mixlist file.
     folder = os.path.join(tempfile.gettempdir(), f"check_identical_{os.getuid()}")
     os.makedirs(folder, exist_ok=True)
+    began_all = time.perf_counter()
     for model, builder in builders(only).items():
-        for set_name in sets:
+        jobs = [(set_name, lambda s=set_name: digest_one(builder, option_set(s, folder)))
+                for set_name in sets if "rewrite" in parts]
+        if "float32" in parts and model.startswith("zoo."):
+            jobs.append(("float32", lambda: float32_losses(model.split(".", 1)[1], builder)))
+        for label, job in jobs:
             began = time.perf_counter()
-            key = f"{model}/{set_name}"
+            key = f"{model}/{label}"
             try:
-                digests[key] = digest_one(builder, option_set(set_name, folder))
+                digests[key] = job()
             except Exception as err:  # recorded: the comparison then shows the two sides' errors
                 digests[key] = {"error": f"{type(err).__name__}: {err}"}
             entry = digests[key]
-            print(f"{key:40s} {entry.get('graph', entry.get('error', ''))[:16]:16s} "
-                  f"{time.perf_counter() - began:6.1f} s", flush=True)
+            shown = entry.get("graph") or entry.get("error") or " ".join(entry["losses"]["plain"][-1:])
+            print(f"{key:40s} {shown[:24]:24s} {time.perf_counter() - began:6.1f} s", flush=True)
             with open(out + ".partial", "w", encoding="utf-8") as handle:  # after each: a sweep cut short counts
                 json.dump(digests, handle)
             os.replace(out + ".partial", out)  # whole, for a comparison that reads it meanwhile
-    print(f"wrote {len(digests)} digests to {out}")
+    print(f"wrote {len(digests)} digests to {out} in {time.perf_counter() - began_all:.0f} s")
 
 
 def _differences(before, after, path="", limit=8) -> list[str]:
@@ -195,6 +231,9 @@ def compare(before_path: str, after_path: str) -> int:
             print(f"{key:40s} {'same error' if same else 'ERROR DIFFERS'}: {right.get('error') or left.get('error')}")
             failed += not same
             continue
+        if "losses" in left or "losses" in right:
+            failed += not compare_losses(key, left.get("losses", {}), right.get("losses", {}))
+            continue
         graph = left["graph"] == right["graph"]
         rows_left, rows_right = decision_rows(left["report_json"]), decision_rows(right["report_json"])
         decisions = rows_left == rows_right
@@ -215,7 +254,7 @@ def compare(before_path: str, after_path: str) -> int:
         if not report and not differ:
             for line in _differences(left["report_json"], right["report_json"]):
                 print(f"    {line}")
-    print(f"{len(set(before) | set(after))} compared, {failed} with a different graph or decisions")
+    print(f"{len(set(before) | set(after))} compared, {failed} with a different graph, decisions or losses")
     return 1 if failed else 0
 
 
@@ -226,6 +265,8 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="*", help="only these models (e.g. models.mlp zoo.keras_cnn)")
     parser.add_argument("--sets", nargs="*", default=list(OPTION_SETS), choices=OPTION_SETS,
                         help="only these option sets")
+    parser.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS,
+                        help="rewrite: graph and report digests; float32: the sweep models' training losses")
     args = parser.parse_args(argv)
     if args.compare:
         return compare(*args.compare)
@@ -234,7 +275,7 @@ def main(argv=None) -> int:
     import npu_sim_bridge
 
     print(f"npu_sim_bridge from {os.path.dirname(npu_sim_bridge.__file__)}")
-    write_digests(args.out, args.models, args.sets)
+    write_digests(args.out, args.models, args.sets, args.parts)
     return 0
 
 
