@@ -56,11 +56,10 @@ def _config(fields, rank):
     return config
 
 
-def _worker(rank, ports, sizes, rounds, steps):
+def _worker(rank, ports, sizes, rounds, steps, names):
     import tensorflow as tf
 
     tf.compat.v1.disable_eager_execution()
-    names = list(SETTINGS) + [FLOOR]
     runs = {}
     for index, name in enumerate(names):
         fields, attrs = SETTINGS.get(name, ({"recv_buf_max_chunk": -1}, {}))
@@ -148,12 +147,17 @@ def _free_ports(count):
     return ports
 
 
-def measure(sizes, rounds, steps, extra_env=()):
-    """{setting: {size MiB: best seconds}} for rank 1 (the slower of the two sees the whole exchange)."""
-    count = len(SETTINGS) + 1
+def measure(sizes, rounds, steps, extra_env=(), names=None):
+    """({setting: {size MiB: best seconds}}, {setting: {size MiB: CPU seconds}}) for rank 1 (the slower of
+    the two sees the whole exchange); `names`: only these settings (of SETTINGS and FLOOR), default all."""
+    names = list(SETTINGS) + [FLOOR] if names is None else list(names)
+    unknown = [name for name in names if name not in SETTINGS and name != FLOOR]
+    if unknown:
+        raise ValueError(f"unknown allreduce setting(s) {unknown}: choose from {list(SETTINGS) + [FLOOR]}")
+    count = len(names)
     flat = _free_ports(2 * count + 1)
     ports = [flat[2 * i:2 * i + 2] for i in range(count)] + [[flat[-1]]]
-    args = [json.dumps(ports), ",".join(map(str, sizes)), str(rounds), str(steps)]
+    args = [json.dumps(ports), ",".join(map(str, sizes)), str(rounds), str(steps), json.dumps(names)]
     procs = [subprocess.Popen([sys.executable, __file__, "--role", str(rank), *args], stdout=subprocess.PIPE,
                               text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **dict(extra_env)})
              for rank in range(2)]
@@ -177,8 +181,9 @@ def main():
     parser.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role is not None:
-        ports, sizes, rounds, steps = args.rest
-        _worker(args.role, json.loads(ports), [int(s) for s in sizes.split(",")], int(rounds), int(steps))
+        ports, sizes, rounds, steps, names = args.rest
+        _worker(args.role, json.loads(ports), [int(s) for s in sizes.split(",")], int(rounds), int(steps),
+                json.loads(names))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     best, cpu = measure(sizes, args.rounds, args.steps, [item.split("=", 1) for item in args.env])

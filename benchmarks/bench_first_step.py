@@ -48,10 +48,10 @@ def config(kind):
     return _v1.ConfigProto() if kind == "plain" else sweep.session_config("mixed", remapping=True)
 
 
-def first_step(model, kind, feed, trace=False, before_step=None):
+def first_step(model, kind, feed, trace=False, before_step=None, proto=None):
     """Seconds of the first training step in a fresh Session (the initializer run before, uncounted;
-    `before_step` called between the two)."""
-    with _v1.Session(graph=model.graph, config=config(kind)) as sess:
+    `before_step` called between the two); `proto`, when given, is the Session's ConfigProto instead of kind's."""
+    with _v1.Session(graph=model.graph, config=config(kind) if proto is None else proto) as sess:
         sess.run(model.init_op)
         history.clear_reports()
         if before_step is not None:

@@ -27,13 +27,15 @@ SIZES_MIB = (1, 16, 64)
 MARK = "BENCH_RESULT "
 
 
-def _allreduce_ops(tf, hccl_ops):
+def _allreduce_ops(tf, hccl_ops, variants=("before", "after")):
     """{"<variant> <size>": scalar fetch}; "before" built with TensorFlow's default ring subdivision."""
     from npu_sim_bridge.runtime.hccl import collectives
 
     tuned = collectives.MAX_SUBDIVS_PER_DEVICE
     ops = {}
     for variant, subdivs in (("before", -1), ("after", tuned)):
+        if variant not in variants:
+            continue
         collectives.MAX_SUBDIVS_PER_DEVICE = subdivs
         for size in SIZES_MIB:
             out = hccl_ops.allreduce(tf.Variable(tf.ones([size * MIB // 4])), "sum")

@@ -140,7 +140,9 @@ def step_time(args) -> None:
 
 
 # ------------------------------------------------------------------------------------ rewrite time
-def rewrite_time(args) -> None:
+def rewrite_time(args) -> dict:
+    """Prints row 2; returns its per-repeat ratios: {"precision", "pipeline", "floor"} of the harness and,
+    per configuration (user, npu_config_proto), {"precision", "pipeline"} of NpuOptimizer's own time."""
     # Keras ResNet50 as a TF 2.15 user builds it in graph mode (control flow v2: batch norm's learning-phase
     # conditionals are If ops with function bodies), trained with Momentum: the graph users hand to Grappler.
     model = models.resnet50(batch_size=2, image_size=64 if args.quick else 224)
@@ -162,13 +164,15 @@ def rewrite_time(args) -> None:
     def row(label, which, target):
         ratios = [a / b for a, b in zip(times[which], times["tf_amp"])]
         print(f"  {label:<54} {ms[which]:6.0f} ms vs {ms['tf_amp']:6.0f} ms  {ratio_text(ratios, target)}")
+        return ratios
 
-    row("precision pass / auto_mixed_precision_cpu", "npu", 1.0)
-    row("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2)
-    row("no pass at all (the floor) / auto_mixed_precision_cpu", "npu_none", None)
+    figures = {"precision": row("precision pass / auto_mixed_precision_cpu", "npu", 1.0),
+               "pipeline": row("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2),
+               "floor": row("no pass at all (the floor) / auto_mixed_precision_cpu", "npu_none", None)}
     pipeline_breakdown(model, args.repeats)
     for setting in ("user", "npu_config_proto"):
-        session_rewrite_time(meta, setting, args.repeats)
+        figures[setting] = session_rewrite_time(meta, setting, args.repeats)
+    return figures
 
 
 def pipeline_breakdown(model, repeats: int) -> None:
@@ -209,7 +213,7 @@ def session_rewrite_config(setting: str, which: str) -> config_pb2.ConfigProto:
     return config
 
 
-def session_rewrite_time(meta, setting: str, repeats: int) -> None:
+def session_rewrite_time(meta, setting: str, repeats: int) -> dict:
     """NpuOptimizer's own time inside a Session's whole Grappler run (every default optimizer, iteration
     and function, as a Session's first step runs them) under one configuration: every call Grappler
     makes into its Python entry, summed, with the precision pass or every pass; over
@@ -247,10 +251,12 @@ def session_rewrite_time(meta, setting: str, repeats: int) -> None:
           f"{statistics.median(whole['npu']) * 1000:.0f} ms): precision pass {statistics.median(times['npu']) * 1000:.0f}"
           f" ms, every pass {statistics.median(times['npu_all']) * 1000:.0f} ms; auto_mixed_precision_cpu alone "
           f"{statistics.median(times['tf_amp']) * 1000:.0f} ms (medians)")
-    for label, which, target in (("precision pass / auto_mixed_precision_cpu", "npu", 1.0),
-                                 ("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2)):
-        ratios = [a / b for a, b in zip(times[which], times["tf_amp"])]
-        print(f"    {label:<54} {ratio_text(ratios, target)}")
+    figures = {}
+    for key, label, which, target in (("precision", "precision pass / auto_mixed_precision_cpu", "npu", 1.0),
+                                      ("pipeline", "whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2)):
+        figures[key] = [a / b for a, b in zip(times[which], times["tf_amp"])]
+        print(f"    {label:<54} {ratio_text(figures[key], target)}")
+    return figures
 
 
 # ------------------------------------------------------------------------------------ model sweep
@@ -282,12 +288,18 @@ def model_sweep(args) -> None:
 
 def model_ratios(sweep, build, remapping: bool, rounds: int, steps: int) -> dict[str, list[float]]:
     """Per round, the "mixed" Session's median step time over the "plain" one's, on one model graph."""
-    model = build()
+    return session_ratios(build(), {run: sweep.session_config(run, remapping) for run in ("plain", "mixed")},
+                          rounds, steps)
+
+
+def session_ratios(model, configs: dict, rounds: int, steps: int) -> dict[str, list[float]]:
+    """Per round, each Session's median step time over the "plain" one's: one Session per {kind: ConfigProto}
+    on the model's graph, fed the same batch, two warm-up steps each, then interleaved."""
     fetch = [model.loss, model.train_op]
     feed = model.feed(numpy.random.default_rng(0))
     sessions = {}
-    for run in ("plain", "mixed"):
-        sess = tf.compat.v1.Session(graph=model.graph, config=sweep.session_config(run, remapping))
+    for run, config in configs.items():
+        sess = tf.compat.v1.Session(graph=model.graph, config=config)
         sess.run(model.init_op)
         for _ in range(2):  # the rewrite and the first run's allocations
             sess.run(fetch, feed)
