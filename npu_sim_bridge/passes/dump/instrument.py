@@ -49,7 +49,7 @@ class Instrumenter:
     """Instruments the GeOp bodies of one graph and collects what the manifest lists."""
 
     def __init__(self, ctx: PassContext, folder: str):
-        from npu_sim_bridge.passes.precision.decide import mode_info
+        from npu_sim_bridge.passes.precision.plan import mode_info
         from npu_sim_bridge.passes.precision.marks import PRECISION_ATTR, setting
 
         self.ctx = ctx

@@ -35,7 +35,7 @@ from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
 from npu_sim_bridge.passes.precision import ports
-from npu_sim_bridge.passes.precision.decide import FIXED, FP16, FP32, GRAY, PLUMBING, Plan
+from npu_sim_bridge.passes.precision.plan import FIXED, FP16, FP32, GRAY, PLUMBING, Plan
 from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, PRECISION_ATTR, ORIG_PREFIX, ROUND_OP
 
 
@@ -151,7 +151,7 @@ class Rewriter:
 
     def _routes_exactly(self, name: str, plan: Plan) -> bool:
         """MaxPoolGrad over windows that do not overlap only routes each gradient value, never sums.
-        Node `name`'s own windows: nodes alike by their ports may share a plan (decide.Plan)."""
+        Node `name`'s own windows: nodes alike by their ports may share a plan (plan.Plan)."""
         if plan.op != "MaxPoolGrad":
             return False
         attrs = self.view.node(name).attr

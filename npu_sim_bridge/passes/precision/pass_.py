@@ -11,7 +11,8 @@ from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.precision import boundary, casts, marks, ports, rounding
 from npu_sim_bridge.passes.precision import functions as fn
-from npu_sim_bridge.passes.precision.decide import FIXED, FP32, GRAY, Decider, mode_info, name_of, share_alike
+from npu_sim_bridge.passes.precision.decide import Decider
+from npu_sim_bridge.passes.precision.plan import FIXED, FP32, GRAY, mode_info, name_of, share_alike
 from npu_sim_bridge.passes.precision.lists import build_lists
 from npu_sim_bridge.passes.results import NpuPortDtypes, Placement
 from npu_sim_bridge.report.decisions import InsertedText

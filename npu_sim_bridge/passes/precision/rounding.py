@@ -10,7 +10,7 @@ from tensorflow.python.framework import ops
 from npu_sim_bridge.errors import NativeBuildError
 from npu_sim_bridge.graph.names import on_gpu
 from npu_sim_bridge.native.loader import load_npu_ops
-from npu_sim_bridge.passes.precision.decide import FP16
+from npu_sim_bridge.passes.precision.plan import FP16
 from npu_sim_bridge.passes.precision.marks import ROUND_OP
 
 
