@@ -1,0 +1,345 @@
+"""What a simulated run costs, every figure in one run: the first and steady step of each sweep model, the
+ResNet-50 rewrite and the 2-rank allreduce, on the user's configuration and on npu_config_proto's.
+
+    python benchmarks/bench_cost.py [--models all|A,B] [--rounds 2] [--quick] [--parts models,rewrite,allreduce]
+                                    [--json OUT]
+
+The two configurations (bench_speed.step_config; simulated: allow_mix_precision, every pass, the default
+float16 rounding), each with the same session options on both sides:
+    user              a hand-built ConfigProto naming NpuOptimizer (Grappler's remapper on), as the seed
+                      scripts write it; plain is ConfigProto()
+    npu_config_proto  that ConfigProto through npu_config_proto (remapper off, the memory optimizer as the
+                      hand-built config left it); plain is the same ConfigProto without the NpuOptimizer
+
+1. Every sweep model (testing/zoo.py sweep_builders(), its small sizes), each in a fresh process, so the
+   kernels and functions one model loaded do not speed up the next model's first step; in that process
+   the user configuration is measured first, then npu_config_proto (its plain and simulated sides are
+   equally warm: the first step of both is best of the rounds):
+   - first step (bench_first_step.first_step): fresh Sessions, plain and simulated interleaved, best of
+     --rounds, the variables' initializer run before and not counted; target simulated <= 1.3x plain;
+   - steady step (bench_speed.session_ratios): two Sessions, two warm-up steps each, then interleaved
+     steps; per round the median step of simulated over plain; the median of the rounds (and their
+     range); target <= 1.10x.
+2. ResNet-50 rewrite (bench_speed.py row 2, Keras ResNet50 as users build it, batch 2 at 64x64: the
+   nodes of the 224x224 graph, a quarter of its constant folding): the precision pass and the whole
+   pipeline over auto_mixed_precision_cpu, one Grappler iteration with only that optimizer (the harness:
+   no Session configuration enters), and per configuration NpuOptimizer's own time in a Session's whole
+   Grappler run; 3 interleaved repeats (quick 2); targets <= 1.0x and <= 1.2x.
+3. Allreduce (sum, float32) of 1, 16 and 64 MiB across 2 ranks on localhost (`npu-sim launch --nproc 2`,
+   hccl_ops.allreduce as bench_multirank.py builds it), a Session of each configuration; beside it the
+   floor: TensorFlow's plain send/recv copy of the same bytes between two servers on this machine
+   (bench_allreduce_knobs.py), measured right after; target >= 1 GB/s at 64 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+sys.path.insert(0, os.path.dirname(HERE))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+SETTINGS = ("user", "npu_config_proto")
+TARGETS = {"first": 1.3, "steady": 1.10, "precision": 1.0, "pipeline": 1.2}
+ALLREDUCE_TARGET_GBPS = 1.0  # at 64 MiB
+MIB = 1 << 20
+MARK = "BENCH_COST "
+PARTS = ("models", "rewrite", "allreduce")
+
+
+# ------------------------------------------------------------------------------------ measured in a child
+def session_configs(setting: str) -> dict:
+    """{"plain": ConfigProto, "simulated": ConfigProto} of one configuration (user | npu_config_proto)."""
+    import bench_speed
+
+    if setting not in SETTINGS:
+        raise ValueError(f"unknown configuration {setting!r}: use one of {', '.join(SETTINGS)}")
+    return {"plain": bench_speed.step_config(setting, "plain"), "simulated": bench_speed.step_config(setting, "auto")}
+
+
+def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int = 3, steady_steps: int = 7) -> dict:
+    """The first-step and steady-step figures of one sweep model under each configuration in `settings`."""
+    import numpy as np
+
+    import bench_first_step
+    import bench_speed
+    from npu_sim_bridge.testing import zoo
+
+    builders = zoo.sweep_builders()
+    if name not in builders:
+        raise ValueError(f"unknown sweep model {name!r}: choose from {', '.join(builders)}")
+    model = builders[name]()
+    feed = model.feed(np.random.default_rng(0))
+    row = {"model": name, "nodes": len(model.graph.as_graph_def().node)}
+    for setting in settings:
+        configs = session_configs(setting)
+        best = {kind: math.inf for kind in configs}
+        for _ in range(rounds):
+            for kind, proto in configs.items():
+                best[kind] = min(best[kind], bench_first_step.first_step(model, kind, feed, proto=proto)[0])
+        ratios = bench_speed.session_ratios(model, configs, steady_rounds, steady_steps)
+        row[setting] = {
+            "first_plain_s": best["plain"], "first_simulated_s": best["simulated"],
+            "first": best["simulated"] / best["plain"],
+            "steady_plain_ms": statistics.median(ratios["plain_ms"]),
+            "steady": statistics.median(ratios["simulated"]),
+            "steady_range": [min(ratios["simulated"]), max(ratios["simulated"])],
+        }
+    return row
+
+
+def rewrite_figures(quick: bool, repeats: int) -> dict:
+    """bench_speed.py's row 2 (it prints its lines); {"harness": {...}, "user": {...}, "npu_config_proto": {...}}."""
+    import bench_speed
+
+    figures = bench_speed.rewrite_time(argparse.Namespace(quick=quick, repeats=repeats))
+    return {"harness": {key: figures[key] for key in ("precision", "pipeline", "floor")},
+            **{setting: figures[setting] for setting in SETTINGS}}
+
+
+def allreduce_rank(rounds: int, steps: int) -> None:
+    """In each rank of `npu-sim launch`: the allreduce's seconds per size, in a Session of each configuration."""
+    import bench_multirank
+    from npu_bridge.hccl import hccl_ops
+    from npu_bridge.npu_init import get_rank_id, tf
+
+    ops = bench_multirank._allreduce_ops(tf, hccl_ops, variants=("after",))
+    result = {"rank": get_rank_id()}
+    for setting in SETTINGS:  # one Session at a time, in the same order on both ranks
+        with tf.Session(config=session_configs(setting)["simulated"]) as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(rounds):
+                for size in bench_multirank.SIZES_MIB:
+                    key = f"{setting} {size}"
+                    result[key] = min(result.get(key, math.inf), bench_multirank._measure(sess, ops[f"after {size}"], steps))
+    print(bench_multirank.MARK + json.dumps(result), flush=True)
+
+
+def allreduce_figures(rounds: int, steps: int) -> dict:
+    """{setting: {size: MB/s}, "floor": {size: MB/s}}; the slower rank's time counts."""
+    import bench_allreduce_knobs
+    import bench_multirank
+
+    results = bench_multirank._run(["launch", "--nproc", "2", "--", HERE, "--part", "allreduce-rank",
+                                    "--rounds", str(rounds), "--steps", str(steps)])
+    figures = {setting: {size: size * MIB / max(r[f"{setting} {size}"] for r in results) / 1e6
+                         for size in bench_multirank.SIZES_MIB} for setting in SETTINGS}
+    best, _cpu = bench_allreduce_knobs.measure(list(bench_multirank.SIZES_MIB), rounds, steps,
+                                               names=[bench_allreduce_knobs.FLOOR])
+    figures["floor"] = {size: size * MIB / seconds / 1e6 for size, seconds in best[bench_allreduce_knobs.FLOOR].items()}
+    return figures
+
+
+# ------------------------------------------------------------------------------------ the run and its table
+def child(part: list[str], timeout: int) -> dict:
+    """Run this script on one part in a fresh process; its figures, or {"error": ...}. Its other output is shown."""
+    done = subprocess.run([sys.executable, HERE, *part], capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
+    for line in done.stdout.splitlines():
+        if not line.startswith(MARK) and line.strip():
+            print(f"    {line}", flush=True)
+    if done.returncode != 0 or not lines:
+        tail = [line for line in done.stderr.splitlines() if line.strip()][-1:] or [f"exit status {done.returncode}"]
+        return {"error": tail[0][:200]}
+    return json.loads(lines[-1][len(MARK):])
+
+
+def verdict(value: float, target: float, at_most: bool = True) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    return "met" if (value <= target if at_most else value >= target) else "NOT MET"
+
+
+MODEL_HEAD = (f"{'model':<20} {'nodes':>6}  {'configuration':<17} {'first plain':>11} {'simulated':>10} {'ratio':>7} "
+              f"{'<=1.30x':>8}  {'steady plain':>12} {'ratio (range)':>20} {'<=1.10x':>8}")
+
+
+def model_table(rows: list[dict]) -> str:
+    return "\n".join([MODEL_HEAD, "-" * len(MODEL_HEAD)] + [line for row in rows for line in model_lines(row)])
+
+
+def model_lines(row: dict) -> list[str]:
+    """One line per configuration: the first step's seconds and ratio, the steady step's, each with its verdict."""
+    lines = []
+    for setting in SETTINGS:
+        start = f"{row['model']:<20} {row.get('nodes', 0):>6}  {setting:<17}"
+        if "error" in row:
+            lines.append(f"{start} failed: {row['error']}")
+            continue
+        figures = row.get(setting)
+        if figures is None:
+            lines.append(f"{start} not measured")
+            continue
+        low, high = figures["steady_range"]
+        lines.append(
+            f"{start} {figures['first_plain_s']:>9.2f} s {figures['first_simulated_s']:>8.2f} s "
+            f"{figures['first']:>6.2f}x {verdict(figures['first'], TARGETS['first']):>8}  "
+            f"{figures['steady_plain_ms']:>9.1f} ms {figures['steady']:>6.2f}x ({low:.2f}-{high:.2f}) "
+            f"{verdict(figures['steady'], TARGETS['steady']):>8}")
+    return lines
+
+
+def rewrite_table(figures: dict) -> str:
+    if "error" in figures:
+        return f"ResNet-50 rewrite: failed: {figures['error']}"
+    lines = [f"{'ResNet-50 rewrite / auto_mixed_precision_cpu':<58} {'precision pass':>22} {'<=1.0x':>8} "
+             f"{'whole pipeline':>22} {'<=1.2x':>8}"]
+    for label, key in (("harness (only the optimizer named, one iteration)", "harness"),
+                       ("user: NpuOptimizer's time in a Session's Grappler run", "user"),
+                       ("npu_config_proto: the same", "npu_config_proto")):
+        cells = []
+        for which in ("precision", "pipeline"):
+            ratios = figures[key][which]
+            median = statistics.median(ratios)
+            cells.append(f"{median:>6.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) {verdict(median, TARGETS[which]):>8}")
+        lines.append(f"{label:<58} " + " ".join(f"{cell:>31}" for cell in cells))
+    return "\n".join(lines)
+
+
+def allreduce_table(figures: dict) -> str:
+    if "error" in figures:
+        return f"allreduce: failed: {figures['error']}"
+    lines = [f"{'allreduce, 2 ranks (MB/s)':<28} {'size':>7} {'allreduce':>10} {'send/recv floor':>16} "
+             f"{'/ floor':>8} {'>=1 GB/s at 64 MiB':>19}"]
+    for setting in SETTINGS:
+        for size, bandwidth in figures[setting].items():
+            floor = figures["floor"][size]
+            target = verdict(bandwidth / 1000, ALLREDUCE_TARGET_GBPS, at_most=False) if int(size) == 64 else ""
+            lines.append(f"{setting:<28} {size:>3} MiB {bandwidth:>10.0f} {floor:>16.0f} {bandwidth / floor:>7.2f}x "
+                         f"{target:>19}")
+    return "\n".join(lines)
+
+
+def summary(result: dict) -> str:
+    """How many figures meet their target, and which do not."""
+    checks = []
+    for row in result.get("models", []):
+        for setting in SETTINGS:
+            for key in ("first", "steady"):
+                if setting in row:
+                    checks.append((f"{row['model']} {setting} {key}", row[setting][key], TARGETS[key], True))
+    rewrite = result.get("rewrite", {})
+    for key in ("harness", *SETTINGS):
+        for which in ("precision", "pipeline"):
+            if key in rewrite:
+                checks.append((f"ResNet-50 {key} {which}", statistics.median(rewrite[key][which]), TARGETS[which], True))
+    allreduce = result.get("allreduce", {})
+    for setting in SETTINGS:
+        if setting in allreduce:
+            bandwidth = allreduce[setting].get("64", allreduce[setting].get(64))
+            checks.append((f"allreduce 64 MiB {setting} (GB/s)", bandwidth / 1000, ALLREDUCE_TARGET_GBPS, False))
+    missed = [f"{label} {value:.2f}" for label, value, target, at_most in checks
+              if verdict(value, target, at_most) != "met"]
+    failed = [row["model"] for row in result.get("models", []) if "error" in row]
+    failed += [part for part in ("rewrite", "allreduce") if "error" in result.get(part, {})]
+    text = f"targets met: {len(checks) - len(missed)} of {len(checks)}"
+    text += f"; not met: {', '.join(missed)}" if missed else ""
+    return text + (f"; failed: {', '.join(failed)}" if failed else "")
+
+
+def header() -> str:
+    import npu_sim_bridge  # light: the package imports TensorFlow lazily
+
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(npu_sim_bridge.__file__)))
+    commit = subprocess.run(["git", "-C", folder, "log", "-1", "--format=%h %cd", "--date=format:%H:%M"],
+                            capture_output=True, text=True, check=False).stdout.strip() or "not a git tree"
+    return (f"npu_sim_bridge from {folder} ({commit}); {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="all", help="comma-separated sweep models, or all")
+    parser.add_argument("--rounds", type=int, help="first step: rounds, best kept (default 2, quick 1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="one first-step round, fewer steady steps, ResNet-50 at 64x64, a shorter allreduce")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    parser.add_argument("--json", metavar="OUT", help="also write every figure to this JSON file")
+    parser.add_argument("--part", help=argparse.SUPPRESS)  # a child's one part
+    parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (1 if args.quick else 2)
+    steady = (2, 5) if args.quick else (3, 7)
+    if args.part:
+        return run_part(args, rounds, steady)
+    parts = [part for part in args.parts.split(",") if part]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}: use {', '.join(PARTS)}")
+    from npu_sim_bridge.testing import zoo
+
+    known = list(zoo.sweep_builders())
+    names = known if args.models == "all" else [name for name in args.models.split(",") if name]
+    if any(name not in known for name in names):
+        parser.error(f"unknown model(s) {', '.join(n for n in names if n not in known)}: choose from {', '.join(known)}")
+    print(header(), flush=True)
+    result: dict = {"header": header(), "rounds": rounds, "steady": steady}
+    began = time.perf_counter()
+    if "models" in parts:
+        print(f"\n(1) first step (fresh Sessions, interleaved, best of {rounds}) and steady step ({steady[0]} rounds of "
+              f"{steady[1]} interleaved steps) of the sweep's models, simulated / plain, each model in a fresh process",
+              flush=True)
+        result["models"] = []
+        print(MODEL_HEAD, flush=True)
+        for name in names:
+            started = time.perf_counter()
+            row = child(["--part", "model", "--models", name, "--rounds", str(rounds)] + (["--quick"] * args.quick),
+                        timeout=1800)
+            row.setdefault("model", name)
+            result["models"].append(row)
+            print("\n".join(model_lines(row)) + f"   [{time.perf_counter() - started:.0f} s]", flush=True)
+            save(args.json, result)  # after each model: a run cut short keeps its rows
+    if "rewrite" in parts:
+        print("\n(2) ResNet-50 rewrite (bench_speed.py row 2)", flush=True)
+        result["rewrite"] = child(["--part", "rewrite", "--rounds", str(rounds)] + (["--quick"] * args.quick), 1800)
+    if "allreduce" in parts:
+        print("\n(3) allreduce across 2 ranks, and the send/recv floor", flush=True)
+        try:
+            result["allreduce"] = allreduce_figures(1 if args.quick else 2, 5 if args.quick else 10)
+        except SystemExit as err:  # the launchers exit with the failing rank's stderr: a row, not the end
+            result["allreduce"] = {"error": str(err).strip().splitlines()[-1][:200]}
+    print(f"\n==== every cost figure, simulated / plain, on both configurations ({time.perf_counter() - began:.0f} s) "
+          f"====\n{header()}")
+    if "models" in result:
+        print(model_table(result["models"]))
+    if "rewrite" in result:
+        print("\n" + rewrite_table(result["rewrite"]))
+    if "allreduce" in result:
+        print("\n" + allreduce_table(result["allreduce"]))
+    print("\n" + summary(result), flush=True)
+    save(args.json, result)
+    return 0
+
+
+def save(path: str | None, result: dict) -> None:
+    if path:
+        with open(path + ".partial", "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=1)
+        os.replace(path + ".partial", path)
+
+
+def run_part(args, rounds: int, steady: tuple) -> int:
+    """A child's part: its figures on one MARK line."""
+    if args.part == "model":
+        figures = model_row(args.models, SETTINGS, rounds, *steady)
+    elif args.part == "rewrite":
+        figures = rewrite_figures(True, 2 if args.quick else 3)
+    elif args.part == "allreduce-rank":
+        allreduce_rank(args.rounds or 2, args.steps or 10)
+        return 0
+    else:
+        raise SystemExit(f"unknown --part {args.part!r}: use model, rewrite or allreduce-rank")
+    print(MARK + json.dumps(figures), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""benchmarks/bench_cost.py: a sweep model's row carries both step ratios, the table names both configurations,
+and a figure past its target is reported as not met."""
+
+import importlib.util
+import math
+import pathlib
+
+import pytest
+
+_PATH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cost.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_cost", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_small_model_gives_a_first_and_a_steady_ratio_and_the_table_names_both_configurations(bench):
+    row = bench.model_row("user_cond_mlp", settings=("user",), rounds=1, steady_rounds=1, steady_steps=3)
+    figures = row["user"]
+    for key in ("first", "steady", "first_plain_s", "first_simulated_s", "steady_plain_ms"):
+        assert math.isfinite(figures[key]) and figures[key] > 0, (key, figures)
+    assert row["nodes"] > 0
+    table = bench.model_table([row])
+    (user_line,) = [line for line in table.splitlines() if " user " in line]
+    (other_line,) = [line for line in table.splitlines() if " npu_config_proto " in line]
+    assert f"{figures['first']:.2f}x" in user_line and f"{figures['steady']:.2f}x" in user_line
+    assert "not measured" in other_line
+
+
+def test_a_figure_past_its_target_is_named_as_not_met(bench):
+    figures = {"first_plain_s": 1.0, "first_simulated_s": 1.5, "first": 1.5, "steady_plain_ms": 10.0,
+               "steady": 1.05, "steady_range": [1.0, 1.1]}
+    result = {"models": [{"model": "keras_cnn", "nodes": 10, "user": figures, "npu_config_proto": figures}],
+              "allreduce": {"user": {64: 1500.0}, "npu_config_proto": {64: 400.0}, "floor": {64: 800.0}}}
+    text = bench.summary(result)
+    assert text.startswith("targets met: 3 of 6")
+    assert "keras_cnn user first 1.50" in text and "allreduce 64 MiB npu_config_proto" in text
+    assert "steady" not in text
+    assert "NOT MET" in bench.model_table(result["models"]) and "NOT MET" in bench.allreduce_table(result["allreduce"])
+
+
+def test_an_unknown_model_or_configuration_is_named(bench):
+    with pytest.raises(ValueError, match="unknown sweep model 'NoSuchNet'"):
+        bench.model_row("NoSuchNet")
+    with pytest.raises(ValueError, match="unknown configuration 'gpu'"):
+        bench.session_configs("gpu")
