@@ -107,6 +107,40 @@ def code_changes(before: dict, after: dict) -> tuple[int, dict, dict]:
     return differ, gained, lost
 
 
+def decision_changes(before: list, after: list) -> list[str]:
+    """Which nodes' decisions differ, by node name: counts by op and changed column, nodes only one side
+    has by op, and the first changed node's two rows."""
+    name, op = DECISION_KEYS.index("name"), DECISION_KEYS.index("op")
+    left, right = {row[name]: row for row in before}, {row[name]: row for row in after}
+    changed = collections.Counter()
+    example = None
+    for node in left.keys() & right.keys():
+        a, b = left[node], right[node]
+        if a != b:
+            columns = "/".join(key for key, x, y in zip(DECISION_KEYS, a, b) if x != y)
+            changed[f"{b[op]} ({columns})"] += 1
+            example = example or (a, b)
+    lines = []
+    if changed:
+        lines.append("changed nodes by op (columns): " + ", ".join(f"{k} x{n}" for k, n in changed.most_common()))
+    for label, only, side in (("only before", left.keys() - right.keys(), left),
+                              ("only after", right.keys() - left.keys(), right)):
+        if only:
+            counts = collections.Counter(side[node][op] for node in only)
+            lines.append(f"nodes {label} by op: " + ", ".join(f"{k} x{n}" for k, n in counts.most_common()))
+    if example:
+        lines.append(f"e.g. {json.dumps(example[0])[:160]}\n      -> {json.dumps(example[1])[:160]}")
+    if not lines:
+        lines.append("the same rows in another order")
+    return lines
+
+
+def op_changes(before: dict, after: dict) -> str:
+    """The op counts that differ, as `op +n` / `op -n`; "none" when only attributes or edges differ."""
+    deltas = {op: after.get(op, 0) - before.get(op, 0) for op in sorted(set(before) | set(after))}
+    return ", ".join(f"{op} {delta:+d}" for op, delta in deltas.items() if delta) or "none (attributes or edges)"
+
+
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -137,6 +171,9 @@ def digest_one(builder, options: dict) -> dict:
         "report": sha(json.dumps(report_dict, sort_keys=True).encode()),
         "decisions": sha(json.dumps(rows).encode()),
         "nodes": len(graph_def.node),
+        "ops": dict(collections.Counter(node.op for node in graph_def.node)),
+        "function_ops": dict(collections.Counter(node.op for function in graph_def.library.function
+                                                 for node in function.node_def)),
         "report_json": report_dict,
     }
 
@@ -244,10 +281,12 @@ def compare(before_path: str, after_path: str) -> int:
         if not (graph and decisions):
             failed += 1
         if not decisions:
-            for index, (a, b) in enumerate(zip(rows_left, rows_right)):
-                if a != b:
-                    print(f"    node {index}: {json.dumps(a)[:150]}\n         -> {json.dumps(b)[:150]}")
-                    break
+            for line in decision_changes(rows_left, rows_right):
+                print(f"    {line}")
+        if not graph:
+            for field in ("ops", "function_ops"):
+                if field in left and field in right:
+                    print(f"    {field} of the rewritten graph, after - before: {op_changes(left[field], right[field])}")
         for label, codes in (("codes only after", gained), ("codes only before", lost)):
             if codes:
                 print(f"    {label}: " + ", ".join(f"{code} ({n})" for code, n in codes.items()))
