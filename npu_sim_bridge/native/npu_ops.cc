@@ -223,12 +223,22 @@ class RoundToFloat16Op : public OpKernel {
     const float* in = x.flat<float>().data();
     float* out = y->flat<float>().data();
     const int64_t size = x.NumElements();
+    // A tensor of a small model's step (most of them) rounds in a few tens of microseconds on this
+    // thread. Sharded, the kernel would wait for a worker of the pool, which the step's other
+    // kernels keep busy: on a loaded machine that wait is the kernel's cost, not the pass.
+    if (size < kRoundInline) {
+      RoundRange(in, out, 0, size);
+      return;
+    }
     auto* workers = context->device()->tensorflow_cpu_worker_threads()->workers;
     // A cycle or two per value, memory bound: shard only what is worth a thread.
     workers->ParallelFor(size, /*cost_per_unit=*/2, [in, out](int64_t begin, int64_t end) {
       RoundRange(in, out, begin, end);
     });
   }
+
+ private:
+  static constexpr int64_t kRoundInline = int64_t{1} << 18;  // values (1 MiB of float32)
 };
 
 

@@ -10,11 +10,11 @@ pass, in place when it may, bit for bit what the two Casts give, overflow to inf
 Execution of lowered ops (`sim_fp16_execution`):
 - native: the op's type attrs become float16 (or bfloat16); Casts sit at the dtype boundaries.
 - emulate: the op keeps its float32 kernel and values are rounded where the NPU holds float16: each
-  float input not already rounded passes through a round trip (float32 -> float16 -> float32), and the
-  op's float outputs are rounded once, right after it, for all consumers (a cube op so accumulates in
-  float32 and its output is rounded). Ops whose float32 result is exact on float16 inputs (Relu,
-  MaxPool, Reshape, Concat, ...) and pass-through ops need no output round trip. Float16 overflow is
-  real: a value above 65504 becomes inf in the round trip.
+  float input not already rounded (nor a constant of float16 values: exact.py) passes through a round
+  trip (float32 -> float16 -> float32), and the op's float outputs are rounded once, right after it,
+  for all consumers (a cube op so accumulates in float32 and its output is rounded). Ops whose float32
+  result is exact on float16 inputs (Relu, MaxPool, Reshape, Concat, ...) and pass-through ops need
+  no output round trip. Float16 overflow is real: a value above 65504 becomes inf in the round trip.
 cube_fp16in_fp32out rounds the cube op's inputs only, in both execution modes.
 
 Every inserted or retyped node carries `_npu_sim_precision` ("<mode>:<execution>"); inserted Casts
@@ -34,7 +34,7 @@ from tensorflow.core.framework import attr_value_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import UnsupportedGraphError
 from npu_sim_bridge.graph.names import TensorRef, format_input, parse_input
-from npu_sim_bridge.passes.precision import ports
+from npu_sim_bridge.passes.precision import exact, ports
 from npu_sim_bridge.passes.precision.plan import FIXED, FP16, FP32, GRAY, PLUMBING, Plan
 from npu_sim_bridge.passes.precision.marks import INSERTED_ATTR, PRECISION_ATTR, ORIG_PREFIX, ROUND_OP
 
@@ -111,6 +111,8 @@ class Rewriter:
         self.inserted = Inserted(view)
         self.casts_inserted = 0
         self.round_trips = 0
+        self.exact_left_out = 0  # float16 round trips left out: their tensor holds float16 values (exact.py)
+        self._exact: set[tuple[str, int]] = set()
         self.retyped = 0
         self.retyped_names: set[str] = set()
         self.dirty: list[str] = []  # the nodes apply() looked at: check_types checks them and the inserted ones
@@ -304,6 +306,8 @@ class Rewriter:
         else:
             want, round_in = original, False
         needs_rounding = (round_in or for_all) and not rounded
+        if needs_rounding and have == want == FP32 and self.low == FP16 and self._float16_valued(ref):
+            needs_rounding = False  # its round trip would give every bit back (exact.py)
         if have == want and not needs_rounding:
             return None
         if have in ports.LOW_TYPES or want in ports.LOW_TYPES or have != want:
@@ -312,6 +316,17 @@ class Rewriter:
             return self._cast(ref, FP32, FP32, kind="round", op=ROUND_OP)
         first = self._cast(ref, have, self.low)
         return self._cast(ref, self.low, want, source=first, kind="round")
+
+    def _float16_valued(self, ref: TensorRef) -> bool:
+        """Whether `ref` holds float16 values in every step (a constant of them: exact.py); each such
+        tensor whose round trip is left out counts once in `exact_left_out`."""
+        if (ref.node, ref.port) in self._exact:
+            return True
+        if not exact.holds_float16_values(self.view, ref.node, ref.port):
+            return False
+        self._exact.add((ref.node, ref.port))
+        self.exact_left_out += 1
+        return True
 
     def _cast(self, ref: TensorRef, src: int, dst: int, source: TensorRef | None = None,
               kind: str = "cast", op: str = "Cast") -> TensorRef:

@@ -97,6 +97,7 @@ class PrecisionPass(GraphPass):
             "nodes_raised": totals.raised,
             "casts_inserted": totals.casts,
             "round_trips": totals.round_trips,
+            "round_trips_left_out": totals.exact,  # of constants of float16 values: no bit would change
             "nodes_retyped": totals.retyped,
             "function_bodies": bodies,
         }
@@ -193,7 +194,7 @@ class _Totals:
     """Counters over the main graph and the function bodies."""
 
     def __init__(self):
-        self.dropped = self.raised = self.casts = self.round_trips = self.retyped = 0
+        self.dropped = self.raised = self.casts = self.round_trips = self.retyped = self.exact = 0
 
     def add(self, plans, rewriter) -> None:
         for plan in plans.values():
@@ -206,6 +207,7 @@ class _Totals:
         if rewriter is not None:
             self.casts += rewriter.casts_inserted
             self.round_trips += rewriter.round_trips
+            self.exact += rewriter.exact_left_out
             self.retyped += rewriter.retyped
 
 

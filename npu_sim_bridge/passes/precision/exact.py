@@ -1,0 +1,67 @@
+"""Which float32 tensors hold float16 values whatever the step, so that a float16 round trip of them
+changes no bit and the rewrite leaves it out.
+
+Rounding is idempotent: NpuSimRoundToFloat16 (or a Cast pair) of a value float16 represents exactly
+gives that value back, bit for bit. The rewrite already knows which of its own outputs are rounded
+(casts.Rewriter._output_state); this module finds the graph's constants of that kind: a float32 Const
+whose every value float16 holds (the 0 and 1 of a gradient's zeros and ones, most often), ZerosLike
+and OnesLike, and a Fill, Identity, Reshape, ... that only moves such a value. The float16 round trip
+of each of them, one kernel run per training step in an emulated GeOp, is a no-op.
+
+Not here: NaN (the round trip gives the quiet NaN, whatever the payload), values float16 holds only
+as bfloat16 rounding would (this is for float16 only), and Consts of more than `MAX_CONST_VALUES`
+values (Grappler's constant folding folds their round trip away before a step runs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from tensorflow.python.framework import tensor_util
+
+from npu_sim_bridge.passes.precision.plan import FP32
+from npu_sim_bridge.passes.precision.marks import ROUND_OP
+
+MAX_CONST_VALUES = 1 << 16
+MAX_DEPTH = 8  # ops moved through, from the consumer back to the constant
+ALWAYS_FLOAT16 = frozenset({"ZerosLike", "OnesLike", ROUND_OP})
+# Ops that give only values of their input `position` (the others are shapes, indices, sizes).
+MOVES_INPUT = {"Identity": 0, "Snapshot": 0, "StopGradient": 0, "PreventGradient": 0, "Reshape": 0,
+               "ExpandDims": 0, "Squeeze": 0, "BroadcastTo": 0, "Tile": 0, "Fill": 1}
+
+
+def holds_float16_values(view, node_name: str, port: int = 0, depth: int = 0) -> bool:
+    """Whether output `port` of node `node_name` in `view` (a GraphView) is float32 and holds only
+    values float16 represents exactly, in every step (see the module's text)."""
+    if depth > MAX_DEPTH or port != 0:
+        return False
+    node = view.get(node_name)
+    if node is None or node.op.startswith("_"):
+        return False
+    if node.op in ALWAYS_FLOAT16:
+        return node.op == ROUND_OP or node.attr["T"].type == FP32
+    if node.op == "Const":
+        return _const_float16(node)
+    position = MOVES_INPUT.get(node.op)
+    if position is None:
+        return False
+    inputs = view.input_texts(node_name)
+    if position >= len(inputs) or inputs[position].startswith("^"):
+        return False
+    source, _, source_port = inputs[position].partition(":")
+    if source_port and not source_port.isdigit():
+        return False  # a function body's "node:output:index": only plain graph names are followed
+    return holds_float16_values(view, source, int(source_port or 0), depth + 1)
+
+
+def _const_float16(node) -> bool:
+    if node.attr["dtype"].type != FP32:
+        return False
+    tensor = node.attr["value"].tensor
+    shape = [dim.size for dim in tensor.tensor_shape.dim]
+    if any(size < 0 for size in shape) or int(np.prod(shape, dtype=np.int64)) > MAX_CONST_VALUES:
+        return False
+    values = np.asarray(tensor_util.MakeNdarray(tensor), dtype=np.float32)
+    if np.isnan(values).any():
+        return False
+    back = values.astype(np.float16).astype(np.float32)
+    return bool(np.array_equal(back.view(np.uint32), values.view(np.uint32)))
