@@ -69,3 +69,17 @@ def test_the_call_config_leaves_plain_bodies_to_the_call_and_others_to_the_sessi
         else:
             assert body.attr[LEFT_TO_CALLER_ATTR].b and not config.disable_meta_optimizer
             assert config.meta_optimizer_iterations == RewriterConfig.ONE
+
+
+def test_a_body_without_calls_is_left_to_its_call_in_the_rewritten_graph():
+    graph, _, _ = _twice_model()
+    graph_def, _ = npu_sim_bridge.rewrite(graph, {"sim_passes": "placement,partition"}, fetches=["y"])
+    calls = _geop_calls(graph_def)
+    assert calls
+    for call in calls:
+        body = _body(graph_def, call)
+        rewrite = config_pb2.ConfigProto.FromString(call.attr["config_proto"].s).graph_options.rewrite_options
+        assert body.attr[LEFT_TO_CALLER_ATTR].b  # the Session's meta optimizer skips it
+        assert not rewrite.disable_meta_optimizer and rewrite.meta_optimizer_iterations == RewriterConfig.ONE
+        assert rewrite.common_subgraph_elimination == RewriterConfig.ON  # the Casts per consumer merge at the call
+        assert rewrite.remapping == RewriterConfig.OFF

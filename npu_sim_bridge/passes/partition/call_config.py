@@ -19,6 +19,8 @@ from typing import Iterable
 from tensorflow.core.framework import attr_value_pb2, function_pb2
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
+from npu_sim_bridge.graph.ports import called_by
+
 # Grappler's meta optimizer leaves library functions with this attribute to the callers that
 # instantiate them (tensorflow/core/framework/dataset.h kTFDataFunction).
 LEFT_TO_CALLER_ATTR = "_tf_data_function"
@@ -56,13 +58,7 @@ OPTIMIZED_BEFORE = _config(False)   # the call's config_proto for a body the Ses
 def calls_functions(nodes: Iterable, functions: dict[str, function_pb2.FunctionDef]) -> bool:
     """Whether any of `nodes` (NodeDefs) calls a function: its op is a library function, or an
     attribute names one (If, While, PartitionedCall, ...)."""
-    for node in nodes:
-        if node.op in functions:
-            return True
-        for value in node.attr.values():
-            if value.HasField("func") or (value.HasField("list") and value.list.func):
-                return True
-    return False
+    return any(called_by(node, functions) for node in nodes)  # called_by reads only an op's func attrs
 
 
 def geop_attrs(calls: bool) -> tuple[dict[str, attr_value_pb2.AttrValue], dict[str, attr_value_pb2.AttrValue]]:

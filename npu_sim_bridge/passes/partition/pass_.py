@@ -14,12 +14,12 @@ import threading
 from collections import Counter
 
 from tensorflow.core.framework import attr_value_pb2
-from tensorflow.core.protobuf import config_pb2
 
 from npu_sim_bridge.graph.attr_names import GEOP_ATTR, GEOP_STUB_ATTR, IN_GEOP_ATTR
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.partition import bridges, carry, cluster, ref_variables
+from npu_sim_bridge.passes.partition.call_config import calls_functions, geop_attrs
 from npu_sim_bridge.passes.partition.carry import Proposed
 from npu_sim_bridge.passes.placement.pass_ import already_partitioned, carried_proposal, decision_of, fresh_proposal
 from npu_sim_bridge.passes.results import Placement
@@ -28,12 +28,6 @@ from npu_sim_bridge.report import reasons
 
 _graph_numbers = itertools.count(1)
 _graph_numbers_lock = threading.Lock()
-
-# The GeOp bodies were optimized with the graph that holds them; Grappler need not run again
-# when a call instantiates its function.
-_CALL_CONFIG = config_pb2.ConfigProto()
-_CALL_CONFIG.graph_options.rewrite_options.disable_meta_optimizer = True
-CALL_CONFIG_PROTO = _CALL_CONFIG.SerializeToString()
 
 
 class PartitionPass(GraphPass):
@@ -90,9 +84,16 @@ class PartitionPass(GraphPass):
             result = outline(
                 view, members, function_name=geop, call_name=geop, library=functions,
                 keep_names=[name for name in members if name in protected],
-                call_attrs={GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode()),
-                            "config_proto": attr_value_pb2.AttrValue(s=CALL_CONFIG_PROTO)},
+                call_attrs={GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode())},
                 member_attrs={IN_GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode())})
+            # Who runs Grappler over the body: its call, or the Session's pass (call_config.py).
+            body = functions[result.function]
+            call_attrs, body_attrs = geop_attrs(calls_functions(body.node_def, functions))
+            call = view.node(result.call)
+            for key, value in call_attrs.items():
+                call.attr[key].CopyFrom(value)
+            for key, value in body_attrs.items():
+                body.attr[key].CopyFrom(value)
             for stub in result.stubs:
                 view.node(stub).attr[GEOP_STUB_ATTR].s = geop.encode()
             for name in members:
