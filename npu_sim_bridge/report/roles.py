@@ -83,7 +83,9 @@ def _reach(starts, inputs, position) -> set[int]:
     while stack:
         held = inputs[stack.pop()]
         for text in (held,) if isinstance(held, str) else held:
-            found = position.get(node_name(text))
+            found = position.get(text)  # most inputs are a node's port 0, spelled as its name
+            if found is None:
+                found = position.get(node_name(text))
             if found is not None and found not in seen:
                 seen.add(found)
                 stack.append(found)

@@ -56,10 +56,15 @@ class CpuLayoutPass(GraphPass):
             laid.append(done)
             _record(report, "", done)
         library = view.graph_def.library.function
-        devices = _call_devices(view, library) if library else {}
+        devices = None  # where each function runs: worked out for the first body that holds such an op
         for function in library:
+            found = [index for index, node in enumerate(function.node_def) if source_format(node) is not None]
+            if not found:
+                continue
+            if devices is None:
+                devices = _call_devices(view, library)
             device = devices.get(function.signature.name, "")
-            for done in _lay_out_body(function, device, report):
+            for done in _lay_out_body(function, found, device, report):
                 laid.append(done)
                 _record(report, function.signature.name, done)
         stats = {"ops_laid_out": len(laid),
@@ -92,12 +97,10 @@ def _warn_unresolved(report, node, function: str) -> None:
                 "concrete dtypes")
 
 
-def _lay_out_body(function: function_pb2.FunctionDef, call_device: str, report) -> list[LaidOut]:
-    """Lay out the ops of one function body that run on a CPU; readers of a transposed-back op's output
-    (and the function's results) read the Transpose's output arg instead of the op's."""
-    found = [index for index, node in enumerate(function.node_def) if source_format(node) is not None]
-    if not found:
-        return []
+def _lay_out_body(function: function_pb2.FunctionDef, found: list[int], call_device: str, report) -> list[LaidOut]:
+    """Lay out the ops of one function body that run on a CPU (`found`: the positions of its channels-first
+    ops); readers of a transposed-back op's output (and the function's results) read the Transpose's
+    output arg instead of the op's."""
     nodes = {node.name for node in function.node_def}
     taken = nodes | {arg.name for arg in function.signature.input_arg}
     renamed: dict[str, str] = {}
