@@ -799,7 +799,42 @@ bool ToFlags(PyObject* values, std::vector<int64_t>* out) {
   return true;
 }
 
+// An int32 buffer (array('i')) -> its values; false with a Python error set.
+bool ToInt32s(PyObject* values, std::vector<int64_t>* out) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(values, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) return false;
+  const bool int32 = view.itemsize == 4 && view.format != nullptr && (std::string(view.format) == "i" ||
+                                                                      std::string(view.format) == "=i");
+  if (int32) {
+    const auto* ints = static_cast<const int32_t*>(view.buf);
+    out->assign(ints, ints + view.len / 4);
+  }
+  PyBuffer_Release(&view);
+  if (!int32) PyErr_SetString(PyExc_TypeError, "expected an int32 buffer (array('i'))");
+  return int32;
+}
+
+// Lists of ints -> vectors: a list of lists, or the lists in one piece as a pair of int32 buffers
+// (starts, values), list i being values[starts[i]:starts[i + 1]] (no Python object per list).
 bool ToIntLists(PyObject* lists, std::vector<std::vector<int64_t>>* out) {
+  if (PyTuple_Check(lists) && PyTuple_GET_SIZE(lists) == 2 && PyObject_CheckBuffer(PyTuple_GET_ITEM(lists, 0)) &&
+      PyObject_CheckBuffer(PyTuple_GET_ITEM(lists, 1))) {
+    std::vector<int64_t> starts, values;
+    if (!ToInt32s(PyTuple_GET_ITEM(lists, 0), &starts) || !ToInt32s(PyTuple_GET_ITEM(lists, 1), &values)) {
+      return false;
+    }
+    bool shaped = !starts.empty() && starts.front() == 0 && starts.back() == static_cast<int64_t>(values.size());
+    for (size_t i = 1; shaped && i < starts.size(); ++i) shaped = starts[i - 1] <= starts[i];
+    if (!shaped) {
+      PyErr_SetString(PyExc_ValueError, "lists in one piece: starts must run from 0 to the values' length");
+      return false;
+    }
+    out->resize(starts.size() - 1);
+    for (size_t i = 0; i + 1 < starts.size(); ++i) {
+      (*out)[i].assign(values.begin() + starts[i], values.begin() + starts[i + 1]);
+    }
+    return true;
+  }
   PyRef items(PySequence_Fast(lists, "expected a list of lists of ints"));
   if (!items) return false;
   const Py_ssize_t count = PySequence_Fast_GET_SIZE(items.get());
@@ -857,7 +892,8 @@ extern "C" __attribute__((visibility("default"))) PyObject* NpuSimColumns(PyObje
 }
 
 // passes/partition/cluster.py _segments_py, over the units of a graph: (order, succ, device), each
-// unit's predecessors taken from its sources' successor lists; order None for the units' own
+// unit's predecessors taken from its sources' successor lists (succ a list of lists, or the lists in
+// one piece as (starts, targets), two array('i')); order None for the units' own
 // numbering, device a list or a bytearray of flags -> the bytes of (segment_of, the segments'
 // members, where each segment starts, layer, reach_device), int32 but reach_device's float32 (a
 // layer is below 2**24, so float32 holds every reach exactly, and infinity); cluster.py _segments

@@ -1,4 +1,5 @@
-"""Propose device segments: maximal groups of device nodes whose contraction creates no cycle.
+"""Propose device segments: maximal groups of device nodes whose contraction creates no cycle (units.py:
+the units and their links; edge_kinds.py: which tensors may not cross a boundary).
 
 Units: a node of the root frame, or a whole outermost v1 while frame (never split). Each device
 unit gets a layer: ASAP, a unit's layer is the number of host units with device ancestors on the
@@ -19,34 +20,23 @@ edge crosses. A v1 cond region holding a host op goes to the host whole first (r
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import itertools
 from array import array
 from collections.abc import Sequence
 from typing import Callable, NamedTuple
 
-from tensorflow.core.framework import types_pb2
-
-from npu_sim_bridge.errors import UnsupportedGraphError
-from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph import shared_ints
-from npu_sim_bridge.graph.name_index import new_index
-from npu_sim_bridge.graph.names import node_name, parse_input
-from npu_sim_bridge.graph.ports import input_ports, output_ports
+from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.native.loader import shim_function
-from npu_sim_bridge.graph.op_categories import (CALLING_OPS, NEXT_ITERATION_OPS, PASS_THROUGH_OPS, SWITCH_OPS,
-                                                 makes_passable_variant)
-from npu_sim_bridge.passes.partition import bridges, ref_variables, regions
+from npu_sim_bridge.passes.partition import bridges, regions
+from npu_sim_bridge.passes.partition.edge_kinds import READ_REF, EdgeKinds
+from npu_sim_bridge.passes.partition.units import Links, _Units
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
-from npu_sim_bridge.passes.support import BOUNDARY_DTYPES
 
 HOST = "host"
 DEVICE = "device"
 _INF = float("inf")
-READ_REF = "ref read"
-# Ops that do no arithmetic: a segment made only of them is not worth a GeOp.
 
 
 @dataclasses.dataclass
@@ -81,301 +71,6 @@ class _Edge(NamedTuple):
     consumer: str
     source: int         # unit of the producer
     target: int         # unit of the consumer
-
-
-class _OneNodeUnits(Sequence):
-    """`_Units.nodes` when unit i is the node order[i] alone: (order[i],), made when read (a list per
-    node was a tenth of the pipeline's peak memory on BERT)."""
-
-    __slots__ = ("_order",)
-
-    def __init__(self, order: list[str]):
-        self._order = order
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    def __getitem__(self, unit: int) -> tuple[str]:
-        return (self._order[unit],)
-
-    def __iter__(self):
-        return ((name,) for name in self._order)
-
-
-class _NoFrames(Sequence):
-    """`_Units.frame` when no node is in a v1 while frame: "" for every unit, with no list (the layout
-    keeps it from placement to partition)."""
-
-    __slots__ = ("_count",)
-
-    def __init__(self, count: int):
-        self._count = count
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __getitem__(self, unit: int) -> str:
-        if not -self._count <= unit < self._count:
-            raise IndexError(f"unit {unit} of {self._count}")
-        return ""
-
-    def __iter__(self):
-        return itertools.repeat("", self._count)
-
-
-class _Units:
-    """The graph contracted to units, with a topological order over them."""
-
-    def __init__(self, view: GraphView, order: list[str], frames: Frames, split: set[str]):
-        self.of: dict[str, int] = {}
-        self.nodes: Sequence[Sequence[str]] = []
-        self.frame: list[str] = []
-        keys: dict[tuple[str, str], int] = {}
-        if not frames:  # no v1 while frame: every node a unit of its own, numbered in `order`
-            self.of = new_index(order)
-            self.nodes = _OneNodeUnits(order)
-            self.frame = _NoFrames(len(order))
-        for name in order if frames else ():
-            top = frames.top(name)
-            key = ("frame", top) if top and top not in split else ("node", name)
-            unit = keys.get(key)
-            if unit is None:
-                unit = keys[key] = shared_ints.number(len(self.nodes))
-                self.nodes.append([])
-                self.frame.append(top if key[0] == "frame" else "")
-            self.nodes[unit].append(name)
-            self.of[name] = unit
-        ops = list(map(view.op, order))  # not view.records(): its input tuples were a third of the peak
-        back_edge_sources = {name for name, op in zip(order, ops) if op in NEXT_ITERATION_OPS}
-        self.single = len(self.nodes) == len(order)  # every node a unit of its own: unit i is order[i]
-        if self.single:
-            self.succ = self._single_node_links(view, order, back_edge_sources)
-        else:
-            self.succ = self._links(view, back_edge_sources)
-        self.names = order  # the nodes, in the order the units are numbered by
-        # For edges_across: a segment boundary may not cut data edges, nor control edges when the
-        # graph has v1 conds (a control edge is tied only through a cond guard).
-        self.back_edge_sources = back_edge_sources  # the NextIteration nodes: their edges run back
-        self.has_switch = not SWITCH_OPS.isdisjoint(ops)  # a v1 cond somewhere
-        self.order, self.stuck = self._topological()
-
-    def edges_across(self, view: GraphView, segment: Sequence[int]) -> list[tuple[str, int, str, int, int]]:
-        """The edges between units of different segments (`segment`: per unit, -1 for the host) that a
-        boundary may not cut, as plain (producer, port, consumer, source unit, target unit) tuples
-        (the fields of _Edge), in node order then input order: the order of the violations. Read from
-        the view each round, not kept (the rounds do not edit the graph)."""
-        unit_of, back_edge_sources, skip_control = self.of, self.back_edge_sources, not self.has_switch
-        found = []
-        for name in self.names:
-            target = unit_of[name]
-            placed = segment[target]
-            for text in view.input_texts(name):
-                source = unit_of.get(text)  # most inputs are a port 0 spelled as the producer's name
-                if source is not None:
-                    producer, port = text, 0
-                elif text[0] == "^" and skip_control:
-                    continue
-                else:
-                    producer, port = parse_input(text)
-                    source = unit_of.get(producer)
-                    if source is None:
-                        continue
-                if source == target or segment[source] == placed or producer in back_edge_sources:
-                    continue
-                found.append((producer, port, name, source, target))
-        return found
-
-    @property
-    def pred(self) -> list[Sequence[int]]:
-        """Each unit's predecessor units, sorted, made from `succ` when read: only the Python twin of the
-        segments kernel and Kahn's order over frames read them (kept, they were a fifth of `succ`'s and
-        their memory, a tenth of the rewrite's peak on BERT)."""
-        pred: list = [()] * len(self.succ)
-        for source, targets in enumerate(self.succ):  # sources in unit order: each list comes sorted
-            for target in targets:
-                sources = pred[target]
-                if sources.__class__ is tuple:
-                    pred[target] = [source]
-                else:
-                    sources.append(source)
-        return pred
-
-    def _links(self, view: GraphView, back_edge_sources: set[str]) -> list[Sequence[int]]:
-        """Each unit's successor units, sorted, from the consumer index (a set is made only for a unit
-        that has an edge: an empty one per unit was twice the GraphDef)."""
-        unit_of = self.of
-        succ: list = [None] * len(self.nodes)
-        for producer, users in view.consumer_edges():
-            source = unit_of.get(producer)
-            if source is None or producer in back_edge_sources:
-                continue
-            targets = {unit_of[user] for user in users}  # the sets are built in C
-            targets.discard(source)
-            if not targets:
-                continue
-            if succ[source] is None:
-                succ[source] = targets
-            else:
-                succ[source] |= targets
-        return _sorted_lists(succ)
-
-    def _single_node_links(self, view: GraphView, order: list[str],
-                           back_edge_sources: set[str]) -> list[Sequence[int]]:
-        """`_links` when unit i is node order[i]: a node's consumers are its unit's successors. A unit
-        without any holds the one empty tuple (an empty list per unit was a tenth of the peak)."""
-        unit_at = self.of.__getitem__
-        consumers_of = view.consumers_of
-        succ: list = [()] * len(order)
-        for source, name in enumerate(order):
-            users = consumers_of(name)
-            if not users or name in back_edge_sources:
-                continue
-            targets = sorted(set(map(unit_at, users)))  # one per edge in the index: a unit once
-            if name in users:  # as in _links, a unit is not its own successor
-                targets.remove(source)
-            if targets:
-                succ[source] = targets
-        return succ
-
-    def _topological(self) -> tuple[Sequence[int], list[int]]:
-        """Kahn's algorithm, the lowest unit index first among the ready ones (deterministic).
-
-        Units are numbered in topological node order, so without v1 frames every edge runs from a lower
-        number to a higher; Kahn's would then give the numbering back, and one look at each unit's
-        lowest successor (the lists are sorted) shows it.
-        """
-        count = len(self.nodes)
-        if all(not targets or targets[0] > unit for unit, targets in enumerate(self.succ)):
-            return range(count), []
-        pending = [0] * count
-        for targets in self.succ:
-            for target in targets:
-                pending[target] += 1
-        heap = [u for u in range(count) if pending[u] == 0]
-        heapq.heapify(heap)
-        order: list[int] = []
-        while heap:
-            unit = heapq.heappop(heap)
-            order.append(unit)
-            for user in self.succ[unit]:
-                pending[user] -= 1
-                if pending[user] == 0:
-                    heapq.heappush(heap, user)
-        stuck = [u for u in range(count) if pending[u] > 0]
-        return order, stuck
-
-
-def _sorted_lists(sets: list) -> list[Sequence[int]]:
-    """Each set as a sorted list, None as the empty tuple (one object for all)."""
-    return [sorted(units) if units else () for units in sets]
-
-
-_UNKNOWN = object()
-
-
-class EdgeKinds:
-    """Says which tensors may not cross a segment boundary, and why.
-
-    Answers are kept, so one instance serves one state of the graph (the proposal's rounds do not edit it).
-    """
-
-    def __init__(self, view: GraphView, functions):
-        self.view = view
-        self.functions = functions
-        self._outputs: dict[str, list] = {}
-        self._kinds: dict[tuple[str, int, str], str | None] = {}
-
-    def output_types(self, name: str):
-        ports = self._outputs.get(name)
-        if ports is None:
-            try:
-                ports = output_ports(self.view.node(name), self.functions)
-            except UnsupportedGraphError:
-                ports = []
-            self._outputs[name] = ports
-        return ports
-
-    def tensor_kind(self, producer: str, port: int, consumer: str) -> str | None:
-        """'string', 'variant', 'ref' or 'resource' for a data edge that may not cross; else None.
-
-        READ_REF: a TF1 variable's ref tensor read by a non-ref input; it may enter a GeOp from
-        the host (the call reads the value), not leave one.
-        """
-        edge = (producer, port, consumer)
-        kind = self._kinds.get(edge, _UNKNOWN)
-        if kind is _UNKNOWN:
-            kind = self._kinds[edge] = self._tensor_kind(producer, port, consumer)
-        return kind
-
-    def _tensor_kind(self, producer: str, port: int, consumer: str) -> str | None:
-        ports = self.output_types(producer)
-        if port < len(ports):
-            dtype, is_ref = ports[port].dtype, ports[port].is_ref
-        else:
-            dtype, is_ref = self._consumer_side(producer, port, consumer)
-        if is_ref:
-            if ref_variables.is_ref_variable(self.view, producer):
-                return None  # a TF1 variable: the segment gets its own copy of the variable op
-            return READ_REF if not self._consumer_side(producer, port, consumer)[1] else "ref (TF1 variable)"
-        kind = BOUNDARY_DTYPES.get(dtype)
-        if kind == "resource" and bridges.variable_origin(self.view, producer, port):
-            return None  # a variable's handle: the GeOp takes it as an input, as TF functions do
-        if kind == "variant" and self._passable_variant(producer, port):
-            return None  # an Optional or a TensorList: a function call passes it like any tensor
-        return kind
-
-    def dtype(self, producer: str, port: int, consumer: str) -> int:
-        ports = self.output_types(producer)
-        if port < len(ports):
-            return ports[port].dtype
-        return self._consumer_side(producer, port, consumer)[0]
-
-    def _passable_variant(self, producer: str, port: int) -> bool:
-        """An Optional or TensorList, made here or returned by every branch or body of a functional op."""
-        name = producer
-        for _ in range(64):
-            node = self.view.get(name)
-            if node is None:
-                return False
-            if makes_passable_variant(node.op):
-                return True
-            if node.op in CALLING_OPS:
-                bodies = [node.attr[key].func.name for key in ("then_branch", "else_branch", "body", "f")
-                          if key in node.attr]
-                if "branches" in node.attr:  # Case (reading a missing key would add it)
-                    bodies += [f.name for f in node.attr["branches"].list.func]
-                return bool(bodies) and all(_returns_passable_variant(self.functions.get(body), port)
-                                            for body in bodies)
-            if node.op not in PASS_THROUGH_OPS or not node.input:
-                return False
-            name, port = node_name(node.input[0]), 0
-        return False
-
-    def _consumer_side(self, producer, port, consumer):
-        node = self.view.node(consumer)
-        data_position = 0
-        for text in node.input:
-            ref = parse_input(text)
-            if ref.is_control:
-                continue
-            if ref.node == producer and ref.port == port:
-                try:
-                    found = input_ports(node, self.functions)[data_position]
-                except (UnsupportedGraphError, IndexError):
-                    return types_pb2.DT_INVALID, False
-                return found.dtype, found.is_ref
-            data_position += 1
-        return types_pb2.DT_INVALID, False
-
-
-def _returns_passable_variant(function, index: int) -> bool:
-    """Whether output `index` of a FunctionDef comes from an Optional or TensorList op of its body."""
-    if function is None or index >= len(function.signature.output_arg):
-        return False
-    returned = function.ret.get(function.signature.output_arg[index].name, "")
-    body = {node.name: node.op for node in function.node_def}
-    op = body.get(returned.split(":", 1)[0])
-    return op is not None and makes_passable_variant(op)
 
 
 def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, Reason], *,
@@ -499,8 +194,11 @@ def _segments(units: _Units, device: Sequence[int]):
     # The units' own numbering as the order is None: a list of an int object per unit, which the
     # kernel would make of a range, was a tenth of the peak on BERT 1 layer.
     order = None if units.order == range(len(units.succ)) else units.order
-    segment_of, members, starts, layer, reach_device = (
-        array(code, data) for code, data in zip("iiiif", kernel((order, units.succ, device))))
+    succ = (units.succ.starts, units.succ.targets) if isinstance(units.succ, Links) else units.succ
+    found = list(kernel((order, succ, device)))
+    for index, code in enumerate("iiiif"):  # each bytes object goes as its array comes (both were a sixth of the peak)
+        found[index] = array(code, found[index])
+    segment_of, members, starts, layer, reach_device = found
     return segment_of, [members[start:end] for start, end in zip(starts, starts[1:])], layer, reach_device
 
 

@@ -80,7 +80,7 @@ def protected_output_problem(name: str, kinds: cluster.EdgeKinds) -> str | None:
 
 
 def propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Proposal:
-    order = topological_order(ctx.view)
+    order = topological_order(ctx.view, read_only=True)  # the view's own list: propose only reads it
     frames = Frames(ctx.view, order)
     library = ctx.ops_library()
 
@@ -109,6 +109,8 @@ def fresh_proposal(ctx: PassContext, names, functions, inherent: set[str]) -> cl
         for name in names:
             if placement.get(name) == cluster.HOST:
                 host[name] = known_reasons.get(name, reasons.host("by_placement"))
+        del fresh
+    del names  # the caller's list of every name goes before proposing (it was a twentieth of the peak)
     return propose(ctx, host, functions)
 
 
