@@ -64,7 +64,7 @@ def session_configs(setting: str) -> dict:
     return {"plain": bench_speed.step_config(setting, "plain"), "simulated": bench_speed.step_config(setting, "auto")}
 
 
-def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int = 3, steady_steps: int = 7) -> dict:
+def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int = 3, steady_steps: int = 5) -> dict:
     """The first-step and steady-step figures of one sweep model under each configuration in `settings`."""
     import numpy as np
 
@@ -267,7 +267,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 2)
-    steady = (2, 5) if args.quick else (3, 7)
+    steady = (2, 5) if args.quick else (3, 5)
     if args.part:
         return run_part(args, rounds, steady)
     parts = [part for part in args.parts.split(",") if part]
