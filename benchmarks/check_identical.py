@@ -251,11 +251,22 @@ def _differences(before, after, path="", limit=8) -> list[str]:
     return found[:limit]
 
 
-def compare(before_path: str, after_path: str) -> int:
-    with open(before_path, encoding="utf-8") as handle:
-        before = json.load(handle)
-    with open(after_path, encoding="utf-8") as handle:
-        after = json.load(handle)
+def load(paths: str) -> dict:
+    """The digests of one or more files (comma-separated: parts of one side run separately), merged."""
+    merged: dict = {}
+    for path in paths.split(","):
+        with open(path, encoding="utf-8") as handle:
+            merged.update(json.load(handle))
+    return merged
+
+
+def compare(before_path: str, after_path: str, only_common: bool = False) -> int:
+    before, after = load(before_path), load(after_path)
+    if only_common:
+        common = before.keys() & after.keys()
+        print(f"comparing the {len(common)} cases both sides have ({len(before)} before, {len(after)} after)")
+        before = {key: before[key] for key in common}
+        after = {key: after[key] for key in common}
     failed = 0
     for key in sorted(set(before) | set(after)):
         left, right = before.get(key), after.get(key)
@@ -300,7 +311,10 @@ def compare(before_path: str, after_path: str) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", help="write the digests of this tree's rewrite to this JSON file")
-    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two digest files")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="compare two digest files (each may be a comma-separated list of files, merged)")
+    parser.add_argument("--common", action="store_true",
+                        help="compare only the cases both sides have (a side run on fewer models)")
     parser.add_argument("--models", nargs="*", help="only these models (e.g. models.mlp zoo.keras_cnn)")
     parser.add_argument("--sets", nargs="*", default=list(OPTION_SETS), choices=OPTION_SETS,
                         help="only these option sets")
@@ -308,7 +322,7 @@ def main(argv=None) -> int:
                         help="rewrite: graph and report digests; float32: the sweep models' training losses")
     args = parser.parse_args(argv)
     if args.compare:
-        return compare(*args.compare)
+        return compare(*args.compare, only_common=args.common)
     if not args.out:
         parser.error("give --out FILE (write digests) or --compare BEFORE AFTER")
     import npu_sim_bridge
