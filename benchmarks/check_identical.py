@@ -135,10 +135,25 @@ def decision_changes(before: list, after: list) -> list[str]:
     return lines
 
 
-def op_changes(before: dict, after: dict) -> str:
+def op_changes(before: dict, after: dict, limit: int = 16) -> str:
     """The op counts that differ, as `op +n` / `op -n`; "none" when only attributes or edges differ."""
-    deltas = {op: after.get(op, 0) - before.get(op, 0) for op in sorted(set(before) | set(after))}
-    return ", ".join(f"{op} {delta:+d}" for op, delta in deltas.items() if delta) or "none (attributes or edges)"
+    deltas = [f"{op} {after.get(op, 0) - before.get(op, 0):+d}" for op in sorted(set(before) | set(after))
+              if after.get(op, 0) != before.get(op, 0)]
+    shown = ", ".join(deltas[:limit]) + (f", and {len(deltas) - limit} more" if len(deltas) > limit else "")
+    return shown or "none (values or edges)"
+
+
+def attr_counts(graph_def) -> dict:
+    """{"<op>.<attr>": nodes with that attribute} over the graph and its functions, and {"<op>.<attr>=<digest>"}
+    per distinct value: a graph whose ops are the same then shows which attributes changed."""
+    counts: collections.Counter = collections.Counter()
+    nodes = list(graph_def.node) + [node for function in graph_def.library.function for node in function.node_def]
+    for node in nodes:
+        for attr, value in node.attr.items():
+            counts[f"{node.op}.{attr}"] += 1
+            counts[f"{node.op}.{attr}={sha(value.SerializeToString(deterministic=True))[:8]}"] += 1
+    counts["functions"] = len(graph_def.library.function)
+    return dict(counts)
 
 
 def sha(data: bytes) -> str:
@@ -174,6 +189,7 @@ def digest_one(builder, options: dict) -> dict:
         "ops": dict(collections.Counter(node.op for node in graph_def.node)),
         "function_ops": dict(collections.Counter(node.op for function in graph_def.library.function
                                                  for node in function.node_def)),
+        "attrs": attr_counts(graph_def),
         "report_json": report_dict,
     }
 
@@ -295,7 +311,7 @@ def compare(before_path: str, after_path: str, only_common: bool = False) -> int
             for line in decision_changes(rows_left, rows_right):
                 print(f"    {line}")
         if not graph:
-            for field in ("ops", "function_ops"):
+            for field in ("ops", "function_ops", "attrs"):
                 if field in left and field in right:
                     print(f"    {field} of the rewritten graph, after - before: {op_changes(left[field], right[field])}")
         for label, codes in (("codes only after", gained), ("codes only before", lost)):
