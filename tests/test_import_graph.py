@@ -1,5 +1,7 @@
 """The package's modules import each other without a cycle (module level: what runs when a module is imported,
-and the type-only imports under `if TYPE_CHECKING:`, which draw the same arrow for a reader)."""
+and the type-only imports under `if TYPE_CHECKING:`, which draw the same arrow for a reader). In the TF1 layer
+(tf1compat/) no cycle either when the imports inside functions count too: its modules are layered, the view
+of `tensorflow` on top, the tables of TF 1.15 names at the bottom."""
 
 import ast
 import os
@@ -33,9 +35,18 @@ def _top_level_imports(statements):
                 yield from _top_level_imports(block)
 
 
-def import_graph(root=ROOT):
-    """{module: set of package modules it imports at module level}. `import a.b.c` also imports the packages
-    a.b (their __init__), except the importer's own enclosing packages, which are importing already."""
+def _all_imports(statements):
+    """Every import statement of a module, those inside functions and classes too."""
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                yield node
+
+
+def import_graph(root=ROOT, function_level=False):
+    """{module: set of package modules it imports at module level (with `function_level`, anywhere)}.
+    `import a.b.c` also imports the packages a.b (their __init__), except the importer's own enclosing
+    packages, which are importing already."""
     modules = _modules(root)
     graph = {module: set() for module in modules}
 
@@ -51,7 +62,7 @@ def import_graph(root=ROOT):
         with open(path, encoding="utf-8") as handle:
             tree = ast.parse(handle.read(), path)
         here = module if is_package else module.rpartition(".")[0]
-        for statement in _top_level_imports(tree.body):
+        for statement in (_all_imports if function_level else _top_level_imports)(tree.body):
             if isinstance(statement, ast.Import):
                 for alias in statement.names:
                     if alias.name in modules:
@@ -122,6 +133,17 @@ def test_no_module_level_import_cycle():
     assert not found, "module-level import cycles:\n" + "\n".join(described)
 
 
+def test_no_import_cycle_in_the_tf1_layer_counting_imports_inside_functions():
+    prefix = f"{PACKAGE}.tf1compat"
+    graph = {module: {target for target in targets if target == prefix or target.startswith(prefix + ".")}
+             for module, targets in import_graph(function_level=True).items()
+             if module == prefix or module.startswith(prefix + ".")}
+    found = cycles(graph)
+    described = ["; ".join(f"{module} -> {', '.join(sorted(graph[module] & set(component)))}"
+                           for module in component) for component in found]
+    assert not found, "import cycles in tf1compat (imports inside functions included):\n" + "\n".join(described)
+
+
 def test_the_cycle_finder_finds_a_cycle_through_a_package_init():
     # a -> b.c (which runs b/__init__), b/__init__ -> a: a cycle, though no module names the other directly.
     graph = {"p.a": {"p.b.c", "p.b"}, "p.b": {"p.a"}, "p.b.c": set(), "p.d": {"p.a"}}
@@ -147,3 +169,7 @@ def test_the_graph_draws_module_level_and_type_only_imports_not_function_level_o
     assert graph["npu_sim_bridge.sub"] == {"npu_sim_bridge.sub.leaf"}
     assert graph["npu_sim_bridge.sub.leaf"] == {"npu_sim_bridge.low", "npu_sim_bridge.high"}
     assert cycles(graph) == [["npu_sim_bridge.high", "npu_sim_bridge.sub", "npu_sim_bridge.sub.leaf"]]
+    everywhere = import_graph(str(tmp_path), function_level=True)
+    assert everywhere["npu_sim_bridge.low"] == {"npu_sim_bridge.high"}  # the import inside late()
+    assert cycles(everywhere) == [["npu_sim_bridge.high", "npu_sim_bridge.low", "npu_sim_bridge.sub",
+                                   "npu_sim_bridge.sub.leaf"]]

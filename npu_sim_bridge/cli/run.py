@@ -11,7 +11,8 @@ from npu_sim_bridge.runtime.alias import NpuBridgeAliasError, install_alias
 from npu_sim_bridge.runtime.child_alias import for_children, restore
 from npu_sim_bridge.runtime.hccl.ranktable import RankConfigError
 from npu_sim_bridge.runtime.loss_scale import register_tf1_contrib
-from npu_sim_bridge.tf1compat.hook import PLUMBING_FILES, tf1_api
+from npu_sim_bridge.tf1compat.hook import tf1_api
+from npu_sim_bridge.tf1compat.plumbing import PLUMBING_FILES
 
 
 def run_script(path, argv=(), shadow=False, alias=True, tf1=False):

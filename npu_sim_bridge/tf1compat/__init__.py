@@ -6,6 +6,7 @@ registers what only the simulator has (tf.contrib.mixed_precision: contrib.regis
   view.py          the module objects a TF1 script sees: `tensorflow`, tensorflow.python and Keras (TF 1.15 names)
   hook.py          the import hook: the script's own `import tensorflow` (or `tensorflow_core`, TF 1.15's own package
                    name) gets the view; libraries the real module
+  plumbing.py      the files of that plumbing, whose frames tracebacks and warnings leave out
   internals.py     TF 1.15 names inside tensorflow.python that TensorFlow 2.15 moved or dropped
   keras_compat.py  the same for Keras (tensorflow.python.keras, tf.keras); keras_attributes.py: TF 1.15's private
                    Keras attributes (Layer._layers, Conv._convolution_op, ...)

@@ -39,6 +39,7 @@ from npu_sim_bridge.tf1compat import (all_reduce, contrib_estimator, contrib_mis
                                      graph_matcher, rnn_more, seq2seq, slim)
 from npu_sim_bridge.tf1compat.errors import TF1CompatWarning, TF1ContribError
 from npu_sim_bridge.tf1compat.hparams import HParams
+from npu_sim_bridge.tf1compat.plumbing import PLUMBING_FILES
 
 _V1 = tf.compat.v1
 
@@ -320,7 +321,7 @@ _BUILDERS = {
     "recurrent": _module("recurrent", rnn_more.recurrent_names),
     "tfprof": _module("tfprof", contrib_estimator.tfprof_names),
     "graph_editor": _module("graph_editor",
-                            lambda: importlib.import_module("npu_sim_bridge.tf1compat.graph_editor_edit").names(),
+                            lambda: importlib.import_module("npu_sim_bridge.tf1compat.graph_editor_copy").names(),
                             doc="tf.contrib.graph_editor: walks, selection, SubGraphView, reroute, copy (graph_editor*.py)"),
     "estimator": _module("estimator", contrib_estimator.estimator_names, (_V1.estimator,)),
     "model_pruning": _module("model_pruning", lambda: importlib.import_module(
@@ -344,8 +345,6 @@ def mapped_modules():
 
 def _caller_stacklevel():
     """The warnings stacklevel of the first frame outside the TF1 plumbing and importlib (the script's line)."""
-    from npu_sim_bridge.tf1compat.hook import PLUMBING_FILES
-
     frame, level = sys._getframe(2), 2  # pylint: disable=protected-access  (1: our caller, __getattr__)
     while frame is not None and (frame.f_code.co_filename in PLUMBING_FILES
                                  or frame.f_code.co_filename.startswith("<frozen ")):

@@ -2,7 +2,8 @@
 
 Works on the live tf.compat.v1 Graph: Operation.inputs / Tensor.consumers() read the graph as it is now,
 so walks see the edits of graph_editor_edit.py (reroute_ts, copies) at once. Editing and copying live
-in graph_editor_edit.py; names() gives the module a script sees as tf.contrib.graph_editor.
+in graph_editor_edit.py and graph_editor_copy.py, whose names() gives the module a script sees as
+tf.contrib.graph_editor.
 """
 
 import re

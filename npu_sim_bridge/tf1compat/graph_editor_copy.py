@@ -5,13 +5,16 @@ inputs: a replacement where replacement_ts names one, the copy of the producer w
 copied too, else the original tensor (same graph) or a placeholder (another graph). Control inputs
 follow the same rule (dropped across graphs). Names get dst_scope in place of src_scope and are made
 unique in the destination graph, as TensorFlow 1.15 did, so copies into the same graph live beside
-the originals.
+the originals. names() is the module a script gets as tf.contrib.graph_editor (editing and selecting
+from graph_editor_edit.py and graph_editor.py, copying from here).
 """
 
 import tensorflow as tf
+from tensorflow.python.framework import ops as tf_ops
 
 from npu_sim_bridge.tf1compat import graph_editor as select
 from npu_sim_bridge.tf1compat.graph_editor import Operation, key
+from npu_sim_bridge.tf1compat import graph_editor_edit as edit
 from npu_sim_bridge.tf1compat.graph_editor_edit import SubGraphView, make_view
 
 _V1 = tf.compat.v1
@@ -208,3 +211,37 @@ def graph_replace(target_ts, replacement_ts, dst_scope="", src_scope="", reuse_d
                          f"tensors {[t.name for t in replacement_ts]}")
     _, info = copy_with_input_replacements(ops, replacement_ts, None, dst_scope, src_scope, reuse_dst_scope)
     return info.transformed(target_ts, missing_fn=lambda original: original)
+
+
+def names():
+    """The names of tf.contrib.graph_editor; its util/select/subgraph/reroute/edit/transform modules as dicts."""
+    add_operation_attributes()
+    util = {name: getattr(select, name) for name in (
+        "make_list_of_op", "make_list_of_t", "get_unique_graph", "get_tensors", "get_generating_ops",
+        "get_consuming_ops", "ControlOutputs")}
+    selecting = {name: getattr(select, name) for name in (
+        "get_forward_walk_ops", "get_backward_walk_ops", "get_walks_intersection_ops", "get_walks_union_ops",
+        "get_within_boundary_ops", "get_ops_ios",
+        "filter_ops", "filter_ts", "filter_ops_from_regex", "filter_ts_from_regex", "select_ops", "select_ts",
+        "select_ops_and_ts")}
+    subgraph = {"SubGraphView": SubGraphView, "make_view": make_view,
+                "make_view_from_scope": edit.make_view_from_scope}
+    reroute = {"reroute_ts": edit.reroute_ts, "swap_ts": edit.swap_ts, "add_control_inputs": edit.add_control_inputs,
+               "remove_control_inputs": edit.remove_control_inputs}
+    transform = {"copy": copy, "copy_with_input_replacements": copy_with_input_replacements,
+                 "graph_replace": graph_replace, "TransformerInfo": TransformerInfo}
+    return {**util, **selecting, **subgraph, **reroute, **transform, "sgv": make_view, "ph": _placeholder_like,
+            "util": util, "select": selecting, "subgraph": subgraph, "reroute": reroute, "edit": reroute,
+            "transform": transform}
+
+
+def _placeholder_like(dtype, shape=None, scope=None):
+    """tf.contrib.graph_editor.ph: a placeholder of dtype and shape, named under `scope`."""
+    with _V1.name_scope(scope):
+        return _V1.placeholder(dtype, shape, name="geph")
+
+
+def add_operation_attributes():
+    """Give tf.Operation TensorFlow 1.15's `_outputs` (scripts using graph_editor read op._outputs[0])."""
+    if not hasattr(tf_ops.Operation, "_outputs"):
+        tf_ops.Operation._outputs = property(lambda op: list(op.outputs))  # pylint: disable=protected-access

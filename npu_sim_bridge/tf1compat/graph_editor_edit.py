@@ -3,13 +3,13 @@
 Edits change the live tf.compat.v1 Graph in place (Operation._update_input, _add_control_inputs), as
 TensorFlow 1.15's graph_editor did. Copies are created in the destination graph in dependency order;
 an input whose producer is not copied yet (a cycle: a while loop inside the copied ops) is connected
-once that producer exists. names() is the module a script gets as tf.contrib.graph_editor.
+once that producer exists. graph_editor_copy.names() is the module a script gets as
+tf.contrib.graph_editor.
 """
 
 import copy as _copy
 
 import tensorflow as tf
-from tensorflow.python.framework import ops as tf_ops
 
 from npu_sim_bridge.tf1compat import graph_editor as select
 from npu_sim_bridge.tf1compat.graph_editor import Operation, key, make_list_of_op, make_list_of_t
@@ -227,38 +227,3 @@ def remove_control_inputs(op, cops):
     op._remove_all_control_inputs()  # pylint: disable=protected-access
     if keep:
         op._add_control_inputs(keep)  # pylint: disable=protected-access
-
-
-def names():
-    """The names of tf.contrib.graph_editor; its util/select/subgraph/reroute/edit/transform modules as dicts."""
-    from npu_sim_bridge.tf1compat import graph_editor_copy
-
-    add_operation_attributes()
-    util = {name: getattr(select, name) for name in (
-        "make_list_of_op", "make_list_of_t", "get_unique_graph", "get_tensors", "get_generating_ops",
-        "get_consuming_ops", "ControlOutputs")}
-    selecting = {name: getattr(select, name) for name in (
-        "get_forward_walk_ops", "get_backward_walk_ops", "get_walks_intersection_ops", "get_walks_union_ops",
-        "get_within_boundary_ops", "get_ops_ios",
-        "filter_ops", "filter_ts", "filter_ops_from_regex", "filter_ts_from_regex", "select_ops", "select_ts",
-        "select_ops_and_ts")}
-    subgraph = {"SubGraphView": SubGraphView, "make_view": make_view, "make_view_from_scope": make_view_from_scope}
-    reroute = {"reroute_ts": reroute_ts, "swap_ts": swap_ts, "add_control_inputs": add_control_inputs,
-               "remove_control_inputs": remove_control_inputs}
-    transform = {name: getattr(graph_editor_copy, name) for name in (
-        "copy", "copy_with_input_replacements", "graph_replace", "TransformerInfo")}
-    return {**util, **selecting, **subgraph, **reroute, **transform, "sgv": make_view, "ph": _placeholder_like,
-            "util": util, "select": selecting, "subgraph": subgraph, "reroute": reroute, "edit": reroute,
-            "transform": transform}
-
-
-def _placeholder_like(dtype, shape=None, scope=None):
-    """tf.contrib.graph_editor.ph: a placeholder of dtype and shape, named under `scope`."""
-    with _V1.name_scope(scope):
-        return _V1.placeholder(dtype, shape, name="geph")
-
-
-def add_operation_attributes():
-    """Give tf.Operation TensorFlow 1.15's `_outputs` (scripts using graph_editor read op._outputs[0])."""
-    if not hasattr(tf_ops.Operation, "_outputs"):
-        tf_ops.Operation._outputs = property(lambda op: list(op.outputs))  # pylint: disable=protected-access

@@ -180,9 +180,3 @@ def tf1_api(script=None, v1_behavior=True):
         yield tf1_module()
     finally:
         disable_tf1_api()
-
-
-# Files whose frames a script's traceback leaves out when they end it (the import/attribute plumbing).
-PLUMBING_FILES = frozenset(convert(os.path.join(os.path.dirname(__file__), name))
-                           for name in ("hook.py", "view.py", "contrib.py", "contrib_paths.py")
-                           for convert in (os.path.abspath, os.path.realpath))

@@ -40,11 +40,10 @@ def _mixed_precision_experimental():
 
 
 def _impl_namespace():
-    """tensorflow.python.keras._impl (TensorFlow 1.4-1.8's layout, gone by 1.15): its `keras` is Keras 2.15."""
-    from npu_sim_bridge.tf1compat.python_view import python_view
-
+    """tensorflow.python.keras._impl (TensorFlow 1.4-1.8's layout, gone by 1.15): its `keras` is Keras 2.15.
+    A script reaches it through the view (python_view.py), which gives its `keras` as the view of keras.src."""
     module = types.ModuleType("tensorflow.python.keras._impl", _impl_namespace.__doc__)
-    module.keras = python_view(importlib.import_module("keras.src"))
+    module.keras = importlib.import_module("keras.src")
     return module
 
 
