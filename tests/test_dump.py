@@ -196,3 +196,22 @@ def test_a_dump_write_that_fails_leaves_no_file_and_names_the_file_and_what_to_d
     assert line.startswith(f"npu-sim dump: cannot write {tmp_path / 'taken' / 'step_0' / 'b.npy'} (creating its folder")
     assert "set dump_path to a folder you can write" in line and "\n" not in line
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.npy", "dump", "step_0", "taken"]
+
+
+def test_the_pipeline_leaves_the_manifest_to_the_publishing_step(tmp_path):
+    """The rewrite itself writes nothing: the dump pass hands its manifest over, and the publishing step at
+    the boundary writes it (rewrite() and a Session's NpuOptimizer both publish)."""
+    from npu_sim_bridge.config import from_dict
+    from npu_sim_bridge.passes import ItemInfo, run_pipeline
+    from npu_sim_bridge.report.publish import publish
+
+    graph, out, train, _ = mlp()
+    options = from_dict({"enable_dump": True, "dump_path": str(tmp_path)})
+    result = run_pipeline(graph.as_graph_def(), options, ItemInfo(id="dumped", fetch=("out", train.name)))
+    assert [left.what for left in result.files] == ["dump manifest"]
+    assert not list(tmp_path.rglob("*"))  # nothing written yet
+    published = publish(result, options)
+    assert published.files == [result.files[0].path]
+    manifest = json.load(open(result.files[0].path))
+    assert manifest["source_graph"]["nodes"]["mm"] == "MatMul"
+    assert json.loads(result.files[0].text) == manifest

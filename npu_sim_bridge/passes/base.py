@@ -13,6 +13,7 @@ from typing import Any, ClassVar, TypeVar
 from npu_sim_bridge.errors import PassError
 from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.view import GraphView
+from npu_sim_bridge.passes.results import FileToWrite
 from npu_sim_bridge.report.model import Report
 
 T = TypeVar("T")
@@ -58,6 +59,8 @@ class PassContext:
     # The result types the passes still to run read (GraphPass.reads), set by the pipeline before each
     # pass; None where no pipeline says (every result is then kept).
     later_reads: frozenset | None = None
+    # Files the passes leave to the publishing step (leave_file); the pipeline returns them.
+    files: list[FileToWrite] = dataclasses.field(default_factory=list)
     _ops_library: Any = None         # the operator library, loaded on first use (ops_library())
 
     def read_later(self, kind: type) -> bool:
@@ -68,6 +71,11 @@ class PassContext:
     def publish(self, result: Any) -> None:
         """Hand `result` to the passes after this one; they ask for it by its type."""
         self.results[type(result)] = result
+
+    def leave_file(self, path: str, text: str, what: str) -> None:
+        """Have the publishing step (report/publish.py) write `text` to `path` once the pipeline returns;
+        `what` names the file in an error message."""
+        self.files.append(FileToWrite(path, text, what))
 
     def result(self, kind: type[T]) -> T | None:
         """The result of type `kind` an earlier pass published, or None."""

@@ -185,6 +185,7 @@ def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> 
     _place_new_nodes(view, report)
     _stamp_seen(view, bodies=not item.is_function)
     result.graph_def = view.to_graph_def()
+    result.files = ctx.files
     report.nodes_after = len(result.graph_def.node)
     report.counts = graph_counts(report, result.graph_def)
     report.seconds = time.perf_counter() - started

@@ -75,6 +75,15 @@ def _on_npu(plan, port, is_output):
     return dtype if dtype is not None else port.dtype
 
 
+@dataclasses.dataclass(frozen=True)
+class FileToWrite:
+    """A file a pass leaves to the publishing step (the pipeline writes nothing): the dump pass's manifest."""
+
+    path: str
+    text: str
+    what: str  # what the file is, for an error message ("dump manifest")
+
+
 @dataclasses.dataclass
 class PipelineResult:
     """The rewritten graph and its report, plus what only the publishing step reads (report/publish.py): the
@@ -88,6 +97,8 @@ class PipelineResult:
     source_bytes: bytes | None = None
     # (stage name, serialized GraphDef) for each DUMP_GE_GRAPH stage asked for, in the order they came.
     stages: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)
+    # The files the passes left to write (PassContext.leave_file), in the order they came.
+    files: list[FileToWrite] = dataclasses.field(default_factory=list)
 
     def __iter__(self):
         # Allows `graph_def, report = rewrite(...)`.

@@ -4,6 +4,7 @@ The callers at the boundary (native/entry.py for a Session's graphs, api.py for 
 `dump_request()` before the pipeline (so it keeps the DUMP_GE_GRAPH stages asked for) and `publish()`
 after it, which writes, in this order:
   - the report into the process history (npu_sim_bridge.recent_reports());
+  - the files the passes left (PassContext.leave_file: the dump pass's manifest);
   - the DUMP_GE_GRAPH files (envvars/graph_dump.py);
   - the INFO log of the rewrite (envvars/logs.py);
   - the report files and views where sim_report_dir says (<graph id>.json/.txt/.pbtxt/.html, TensorBoard);
@@ -20,7 +21,7 @@ import os
 from npu_sim_bridge.envvars import graph_dump
 from npu_sim_bridge.envvars.logs import log_rewrite
 from npu_sim_bridge.errors import ConfigError
-from npu_sim_bridge.fileio import unique_base, write_atomic
+from npu_sim_bridge.fileio import OutputError, unique_base, write_atomic
 from npu_sim_bridge.report import history
 
 __all__ = ["Published", "dump_request", "publish"]
@@ -32,6 +33,7 @@ class Published:
 
     report: str = ""                                     # the JSON report's path
     dumps: list[str] = dataclasses.field(default_factory=list)   # DUMP_GE_GRAPH files
+    files: list[str] = dataclasses.field(default_factory=list)   # the files the passes left (dump manifest)
     summary_printed: bool = False                        # its summary line is out (report/summary.py)
 
 
@@ -44,7 +46,8 @@ def publish(result, options, dump: graph_dump.DumpRequest | None = None, announc
     """Write what the rewrite `result` (a PipelineResult) leaves behind, as `options` and `dump` ask;
     `announce`: a Session's graph, whose summary line NPU_SIM_SUMMARY asks for.
 
-    Raises ConfigError naming sim_report_dir or DUMP_GRAPH_PATH when a folder cannot be written.
+    Raises ConfigError naming sim_report_dir or DUMP_GRAPH_PATH when a folder cannot be written, and
+    OutputError naming a file the passes left when it cannot be written.
     """
     report = result.report
     published = Published()
@@ -52,6 +55,7 @@ def publish(result, options, dump: graph_dump.DumpRequest | None = None, announc
     history.remember(report)
     if report.rerun:  # one file set per graph, not one per Grappler iteration
         return published
+    published.files = [_write_left_file(left) for left in result.files]
     if dump is not None:
         published.dumps = dump.write(report.graph_id, result.stages, result.graph_def)
     log_rewrite(report)  # at INFO (ASCEND_GLOBAL_LOG_LEVEL=1): passes, GeOps, casts
@@ -63,6 +67,17 @@ def publish(result, options, dump: graph_dump.DumpRequest | None = None, announc
     if announce and summary.wanted():
         summary.print_line(report)
     return published
+
+
+def _write_left_file(left) -> str:
+    """Write a file a pass left (a FileToWrite), its folder made first; returns its path."""
+    try:
+        os.makedirs(os.path.dirname(left.path), exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot write {left.what} {left.path!r}: its folder cannot be made ({err.strerror}); "
+                          "check the folder's permissions and free space") from None
+    write_atomic(left.path, left.text, left.what)  # the whole file or none
+    return left.path
 
 
 def _write_report(directory: str, result) -> str:

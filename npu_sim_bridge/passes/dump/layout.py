@@ -65,10 +65,15 @@ def turn_of(file_name: str, stem_text: str) -> str | None:
     return None
 
 
+def manifest_text(manifest: dict) -> str:
+    """The manifest as its file holds it."""
+    return json.dumps(manifest, indent=1)
+
+
 def write_manifest(directory: str, manifest: dict) -> str:
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, MANIFEST)
-    write_atomic(path, json.dumps(manifest, indent=1), "dump manifest")  # never a partial manifest
+    write_atomic(path, manifest_text(manifest), "dump manifest")  # never a partial manifest
     return path
 
 

@@ -21,7 +21,7 @@ Python; instrument.py builds them):
   the NPU accumulates with Atomic Add (kinds.ATOMIC_ADD_OPS), all both.
 The writes are control outputs of the body, so the GeOp returns after they are done. The manifest
 (op names, types, graph order, dtypes, fusion history, frames and cond branches, the input graph) is
-written at rewrite time. TensorFlow's tfdbg2 dumps (DebugIdentityV2) were not used: they carry no
+written at rewrite time, by the publishing step (report/publish.py) once the pipeline has returned. TensorFlow's tfdbg2 dumps (DebugIdentityV2) were not used: they carry no
 step number, cannot be limited to dump_step inside the graph, and sit in a writer buffer until
 Python flushes it.
 """
@@ -73,7 +73,8 @@ class DumpPass(GraphPass):
         manifest = _manifest(dump)
         if not manifest["tensors"] and not manifest["overflow"]:
             return PassResult(changed=False, stats={"geops": len(geops), "tensors": 0})
-        layout.write_manifest(folder, manifest)
+        # Written by the publishing step (report/publish.py) once the pipeline returns: it writes nothing.
+        ctx.leave_file(os.path.join(folder, layout.MANIFEST), layout.manifest_text(manifest), "dump manifest")
         checks = sum(len(v) for v in manifest["overflow"].values())
         report.warn(f"dumps of this graph go to {folder} ({len(manifest['tensors'])} tensors of "
                     f"{len({t['op'] for t in manifest['tensors']})} device ops"
