@@ -37,6 +37,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -52,16 +53,24 @@ ALLREDUCE_TARGET_GBPS = 1.0  # at 64 MiB
 MIB = 1 << 20
 MARK = "BENCH_COST "
 PARTS = ("models", "rewrite", "allreduce")
+# Sweep models plain TensorFlow cannot run on a CPU: their plain side is NpuOptimizer with sim_passes=none
+# (the sweep's own float32 reference: no pass but the CPU layout that lets the CPU run the graph).
+PLAIN_NEEDS_LAYOUT = {"cnn_channels_first": "plain TensorFlow runs no NCHW max pooling on a CPU"}
 
 
 # ------------------------------------------------------------------------------------ measured in a child
-def session_configs(setting: str) -> dict:
-    """{"plain": ConfigProto, "simulated": ConfigProto} of one configuration (user | npu_config_proto)."""
+def session_configs(setting: str, layout_plain: bool = False) -> dict:
+    """{"plain": ConfigProto, "simulated": ConfigProto} of one configuration (user | npu_config_proto);
+    `layout_plain`: the plain side keeps NpuOptimizer with sim_passes=none (PLAIN_NEEDS_LAYOUT)."""
     import bench_speed
 
     if setting not in SETTINGS:
         raise ValueError(f"unknown configuration {setting!r}: use one of {', '.join(SETTINGS)}")
-    return {"plain": bench_speed.step_config(setting, "plain"), "simulated": bench_speed.step_config(setting, "auto")}
+    plain = bench_speed.step_config(setting, "auto" if layout_plain else "plain")
+    if layout_plain:
+        (custom,) = plain.graph_options.rewrite_options.custom_optimizers
+        custom.parameter_map["sim_passes"].s = b"none"
+    return {"plain": plain, "simulated": bench_speed.step_config(setting, "auto")}
 
 
 def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int = 3, steady_steps: int = 5) -> dict:
@@ -78,8 +87,10 @@ def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int 
     model = builders[name]()
     feed = model.feed(np.random.default_rng(0))
     row = {"model": name, "nodes": len(model.graph.as_graph_def().node)}
+    if name in PLAIN_NEEDS_LAYOUT:
+        row["plain"] = f"NpuOptimizer sim_passes=none ({PLAIN_NEEDS_LAYOUT[name]})"
     for setting in settings:
-        configs = session_configs(setting)
+        configs = session_configs(setting, layout_plain=name in PLAIN_NEEDS_LAYOUT)
         best = {kind: math.inf for kind in configs}
         for _ in range(rounds):
             for kind, proto in configs.items():
@@ -147,9 +158,22 @@ def child(part: list[str], timeout: int) -> dict:
         if not line.startswith(MARK) and line.strip():
             print(f"    {line}", flush=True)
     if done.returncode != 0 or not lines:
-        tail = [line for line in done.stderr.splitlines() if line.strip()][-1:] or [f"exit status {done.returncode}"]
-        return {"error": tail[0][:200]}
+        return {"error": error_line(done.stderr) or f"exit status {done.returncode}"}
     return json.loads(lines[-1][len(MARK):])
+
+
+def error_line(stderr: str) -> str:
+    """The exception's own line of a child's traceback (TensorFlow's: the line after `Node: ...`)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [i for i, line in enumerate(lines) if re.match(r"^[\w.]+(Error|Exception|Exit)\b", line)]
+    if not errors:
+        return lines[-1][:200] if lines else ""
+    index = errors[-1]
+    text = lines[index]
+    node = next((i for i in range(index + 1, len(lines)) if lines[i].startswith("Node: ")), None)
+    if node is not None and node + 1 < len(lines):
+        text += f" {lines[node]} {lines[node + 1]}"
+    return text[:240]
 
 
 def verdict(value: float, target: float, at_most: bool = True) -> str:
@@ -163,14 +187,15 @@ MODEL_HEAD = (f"{'model':<20} {'nodes':>6}  {'configuration':<17} {'first plain'
 
 
 def model_table(rows: list[dict]) -> str:
-    return "\n".join([MODEL_HEAD, "-" * len(MODEL_HEAD)] + [line for row in rows for line in model_lines(row)])
+    notes = [f"* {row['model']}: plain is {row['plain']}" for row in rows if "plain" in row]
+    return "\n".join([MODEL_HEAD, "-" * len(MODEL_HEAD)] + [line for row in rows for line in model_lines(row)] + notes)
 
 
 def model_lines(row: dict) -> list[str]:
     """One line per configuration: the first step's seconds and ratio, the steady step's, each with its verdict."""
     lines = []
     for setting in SETTINGS:
-        start = f"{row['model']:<20} {row.get('nodes', 0):>6}  {setting:<17}"
+        start = f"{row['model'] + ('*' if 'plain' in row else ''):<20} {row.get('nodes', 0):>6}  {setting:<17}"
         if "error" in row:
             lines.append(f"{start} failed: {row['error']}")
             continue
