@@ -286,7 +286,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, help="first step: rounds, best kept (default 2, quick 1)")
     parser.add_argument("--quick", action="store_true",
                         help="one first-step round, fewer steady steps, ResNet-50 at 64x64, a shorter allreduce")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"comma-separated, run in the order given, of {', '.join(PARTS)}")
     parser.add_argument("--json", metavar="OUT", help="also write every figure to this JSON file")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # a child's one part
     parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
@@ -308,29 +309,19 @@ def main(argv=None) -> int:
     print(header(), flush=True)
     result: dict = {"header": header(), "rounds": rounds, "steady": steady}
     began = time.perf_counter()
-    if "models" in parts:
-        print(f"\n(1) first step (fresh Sessions, interleaved, best of {rounds}) and steady step ({steady[0]} rounds of "
-              f"{steady[1]} interleaved steps) of the sweep's models, simulated / plain, each model in a fresh process",
-              flush=True)
-        result["models"] = []
-        print(MODEL_HEAD, flush=True)
-        for name in names:
-            started = time.perf_counter()
-            row = child(["--part", "model", "--models", name, "--rounds", str(rounds)] + (["--quick"] * args.quick),
-                        timeout=1800)
-            row.setdefault("model", name)
-            result["models"].append(row)
-            print("\n".join(model_lines(row)) + f"   [{time.perf_counter() - started:.0f} s]", flush=True)
-            save(args.json, result)  # after each model: a run cut short keeps its rows
-    if "rewrite" in parts:
-        print("\n(2) ResNet-50 rewrite (bench_speed.py row 2)", flush=True)
-        result["rewrite"] = child(["--part", "rewrite", "--rounds", str(rounds)] + (["--quick"] * args.quick), 1800)
-    if "allreduce" in parts:
-        print("\n(3) allreduce across 2 ranks, and the send/recv floor", flush=True)
-        try:
-            result["allreduce"] = allreduce_figures(1 if args.quick else 2, 5 if args.quick else 10)
-        except SystemExit as err:  # the launchers exit with the failing rank's stderr: a row, not the end
-            result["allreduce"] = {"error": str(err).strip().splitlines()[-1][:200]}
+    for part in parts:  # in the order given: a run cut short keeps the parts that came first
+        if part == "models":
+            run_models(args, names, rounds, steady, result)
+        elif part == "rewrite":
+            print("\n(2) ResNet-50 rewrite (bench_speed.py row 2)", flush=True)
+            result["rewrite"] = child(["--part", "rewrite", "--rounds", str(rounds)] + (["--quick"] * args.quick), 1800)
+        else:
+            print("\n(3) allreduce across 2 ranks, and the send/recv floor", flush=True)
+            try:
+                result["allreduce"] = allreduce_figures(1 if args.quick else 2, 5 if args.quick else 10)
+            except SystemExit as err:  # the launchers exit with the failing rank's stderr: a row, not the end
+                result["allreduce"] = {"error": str(err).strip().splitlines()[-1][:200]}
+        save(args.json, result)
     print(f"\n==== every cost figure, simulated / plain, on both configurations ({time.perf_counter() - began:.0f} s) "
           f"====\n{header()}")
     if "models" in result:
@@ -342,6 +333,22 @@ def main(argv=None) -> int:
     print("\n" + summary(result), flush=True)
     save(args.json, result)
     return 0
+
+
+def run_models(args, names: list[str], rounds: int, steady: tuple, result: dict) -> None:
+    print(f"\n(1) first step (fresh Sessions, interleaved, best of {rounds}) and steady step ({steady[0]} rounds of "
+          f"{steady[1]} interleaved steps) of the sweep's models, simulated / plain, each model in a fresh process",
+          flush=True)
+    result["models"] = []
+    print(MODEL_HEAD, flush=True)
+    for name in names:
+        started = time.perf_counter()
+        row = child(["--part", "model", "--models", name, "--rounds", str(rounds)] + (["--quick"] * args.quick),
+                    timeout=1800)
+        row.setdefault("model", name)
+        result["models"].append(row)
+        print("\n".join(model_lines(row)) + f"   [{time.perf_counter() - started:.0f} s]", flush=True)
+        save(args.json, result)  # after each model: a run cut short keeps its rows
 
 
 def save(path: str | None, result: dict) -> None:
