@@ -30,6 +30,7 @@ hits both alike; printed as the median over repeats and the range):
    jobs on the machine disturbs less.
 
 Run:  python benchmarks/bench_speed.py [--quick] [--only steps|rewrite|models] [--profile] [--repeats N]
+      [--models all|NAME,...] [--remapper both|on|off]
 """
 
 from __future__ import annotations
@@ -277,7 +278,7 @@ def model_sweep(args) -> None:
         return
     print(f"(3) model sweep step ratio, allow_mix_precision / plain ({args.sweep_rounds} rounds of "
           f"{args.sweep_steps} interleaved steps; median (range) of the per-round ratios)")
-    for remapping in (True, False):
+    for remapping in {"both": (True, False), "on": (True,), "off": (False,)}[args.remapper]:
         setting = "user (remapper on)" if remapping else "npu_config_proto"
         for name in names:
             try:
@@ -351,6 +352,9 @@ def main() -> None:
                         help="model sweep: comma-separated names, or all (each takes about a minute)")
     parser.add_argument("--sweep-rounds", type=int, help="model sweep: rounds per model (default 7, quick 3)")
     parser.add_argument("--sweep-steps", type=int, help="model sweep: steps per Session and round (default 15, quick 5)")
+    parser.add_argument("--remapper", choices=("both", "on", "off"), default="both",
+                        help="model sweep: the configurations, remapper on (a hand-built ConfigProto), off "
+                             "(as npu_config_proto sets it) or both (the default)")
     args = parser.parse_args()
     args.repeats = args.repeats or (2 if args.quick else 5)
     args.rounds = args.rounds or (3 if args.quick else 7)
