@@ -289,6 +289,8 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated, run in the order given, of {', '.join(PARTS)}")
     parser.add_argument("--json", metavar="OUT", help="also write every figure to this JSON file")
+    parser.add_argument("--show", metavar="JSON", help="print the table of saved figures (comma-separated files of "
+                        "runs split in parts, merged) and measure nothing")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # a child's one part
     parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -296,6 +298,9 @@ def main(argv=None) -> int:
     steady = (2, 5) if args.quick else (3, 5)
     if args.part:
         return run_part(args, rounds, steady)
+    if args.show:
+        print_tables(merged(args.show.split(",")), "saved")
+        return 0
     parts = [part for part in args.parts.split(",") if part]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
@@ -322,8 +327,15 @@ def main(argv=None) -> int:
             except SystemExit as err:  # the launchers exit with the failing rank's stderr: a row, not the end
                 result["allreduce"] = {"error": str(err).strip().splitlines()[-1][:200]}
         save(args.json, result)
-    print(f"\n==== every cost figure, simulated / plain, on both configurations ({time.perf_counter() - began:.0f} s) "
-          f"====\n{header()}")
+    print_tables(result, f"{time.perf_counter() - began:.0f} s")
+    save(args.json, result)
+    return 0
+
+
+def print_tables(result: dict, note: str) -> None:
+    print(f"\n==== every cost figure, simulated / plain, on both configurations ({note}) ====")
+    for line in result.get("headers", [result.get("header", "")]):
+        print(line)
     if "models" in result:
         print(model_table(result["models"]))
     if "rewrite" in result:
@@ -331,8 +343,18 @@ def main(argv=None) -> int:
     if "allreduce" in result:
         print("\n" + allreduce_table(result["allreduce"]))
     print("\n" + summary(result), flush=True)
-    save(args.json, result)
-    return 0
+
+
+def merged(paths: list[str]) -> dict:
+    """The figures of several saved runs: their model rows in turn, the other parts from the last run that has them."""
+    result: dict = {"headers": [], "models": []}
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            part = json.load(handle)
+        result["headers"].append(part.get("header", path))
+        result["models"] += part.get("models", [])
+        result.update({key: part[key] for key in ("rewrite", "allreduce") if key in part})
+    return result
 
 
 def run_models(args, names: list[str], rounds: int, steady: tuple, result: dict) -> None:
