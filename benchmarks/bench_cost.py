@@ -291,6 +291,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", metavar="OUT", help="also write every figure to this JSON file")
     parser.add_argument("--show", metavar="JSON", help="print the table of saved figures (comma-separated files of "
                         "runs split in parts, merged) and measure nothing")
+    parser.add_argument("--before", metavar="JSON", help="with --show: the saved figures of an older tree (comma-"
+                        "separated files), printed beside them")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # a child's one part
     parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -300,6 +302,8 @@ def main(argv=None) -> int:
         return run_part(args, rounds, steady)
     if args.show:
         print_tables(merged(args.show.split(",")), "saved")
+        if args.before:
+            print("\n" + before_after(merged(args.before.split(",")), merged(args.show.split(","))))
         return 0
     parts = [part for part in args.parts.split(",") if part]
     unknown = sorted(set(parts) - set(PARTS))
@@ -343,6 +347,20 @@ def print_tables(result: dict, note: str) -> None:
     if "allreduce" in result:
         print("\n" + allreduce_table(result["allreduce"]))
     print("\n" + summary(result), flush=True)
+
+
+def before_after(before: dict, after: dict) -> str:
+    """The models both have, per configuration: first-step and steady-step ratios before and after."""
+    rows = {row["model"]: row for row in before.get("models", []) if "error" not in row}
+    lines = [f"{'model':<20} {'configuration':<17} {'first before':>12} {'after':>7} {'steady before':>13} {'after':>7}"]
+    for row in after.get("models", []):
+        old = rows.get(row["model"])
+        for setting in SETTINGS:
+            if old is None or setting not in old or setting not in row:
+                continue
+            lines.append(f"{row['model']:<20} {setting:<17} {old[setting]['first']:>11.2f}x {row[setting]['first']:>6.2f}x "
+                         f"{old[setting]['steady']:>12.2f}x {row[setting]['steady']:>6.2f}x")
+    return "\n".join(lines)
 
 
 def merged(paths: list[str]) -> dict:
