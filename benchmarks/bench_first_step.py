@@ -5,7 +5,9 @@
 Per model (npu_sim_bridge.testing.zoo's Keras application as a TF1 training graph, batch 8):
 1. first step, plain (ConfigProto()) vs simulated (the sweep's "mixed" run: allow_mix_precision, every
    pass, a hand-built ConfigProto with the remapper on): fresh Sessions, the two kinds interleaved,
-   --rounds rounds, best kept. The variables' initializer runs first and is not counted.
+   --rounds rounds, best kept. The variables' initializer runs first and is not counted. Beside the
+   wall time, the process's CPU time of the step (every thread): on a machine other jobs load, the
+   wall time grows with their load and the CPU time much less.
 2. the simulated first step taken apart, in one more Session of each kind under TensorFlow's profiler
    (host events by name) and a wrapper around npu_sim_bridge.native.entry.optimize (every call
    NpuOptimizer makes into Python, by graph):
@@ -48,9 +50,10 @@ def config(kind):
     return _v1.ConfigProto() if kind == "plain" else sweep.session_config("mixed", remapping=True)
 
 
-def first_step(model, kind, feed, trace=False, before_step=None, proto=None):
+def first_step(model, kind, feed, trace=False, before_step=None, proto=None, cpu=None):
     """Seconds of the first training step in a fresh Session (the initializer run before, uncounted;
-    `before_step` called between the two); `proto`, when given, is the Session's ConfigProto instead of kind's."""
+    `before_step` called between the two); `proto`, when given, is the Session's ConfigProto instead of kind's.
+    `cpu`, a list: the step's CPU seconds (the whole process, every thread) are appended to it."""
     with _v1.Session(graph=model.graph, config=config(kind) if proto is None else proto) as sess:
         sess.run(model.init_op)
         history.clear_reports()
@@ -58,9 +61,11 @@ def first_step(model, kind, feed, trace=False, before_step=None, proto=None):
             before_step()
         options = _v1.RunOptions(trace_level=_v1.RunOptions.FULL_TRACE) if trace else None
         metadata = _v1.RunMetadata()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         sess.run([model.loss, model.train_op], feed, options=options, run_metadata=metadata)
         seconds = time.perf_counter() - started
+        if cpu is not None:
+            cpu.append(time.process_time() - cpu_started)
         second = _v1.RunMetadata()
         sess.run([model.loss, model.train_op], feed, options=options, run_metadata=second)
     return seconds, metadata, second
@@ -155,12 +160,15 @@ def main():
         model = build()
         feed = model.feed(np.random.default_rng(0))
         best = {"plain": float("inf"), "simulated": float("inf")}
+        cpu = {kind: [] for kind in best}
         for _ in range(args.rounds):
             for kind in best:
-                best[kind] = min(best[kind], first_step(model, kind, feed)[0])
+                best[kind] = min(best[kind], first_step(model, kind, feed, cpu=cpu[kind])[0])
         nodes = len(model.graph.as_graph_def().node)
+        plain_cpu, sim_cpu = min(cpu["plain"]), min(cpu["simulated"])
         print(f"  {name:<16} {nodes:>6} nodes  plain {best['plain']:6.2f} s  simulated {best['simulated']:6.2f} s  "
-              f"{best['simulated'] / best['plain']:5.2f}x", flush=True)
+              f"{best['simulated'] / best['plain']:5.2f}x | CPU time plain {plain_cpu:6.2f} s  simulated "
+              f"{sim_cpu:6.2f} s  {sim_cpu / plain_cpu:5.2f}x", flush=True)
         if not args.no_breakdown:
             breakdown(name, model, feed)
     sys.stdout.flush()
