@@ -108,10 +108,10 @@ class EditJournal:
         # By place, from the view's nodes then: 1 + the node's ordinal in `_rewired`, 0 if not rewired.
         self._ordinal = array("i", bytes(4 * view.place_count()))
         self._rewired: list[str] = []
-        self._last = array("q")  # by ordinal: the node's latest edit
+        self._last = array("i")  # by ordinal: the node's latest edit (fewer than 2**31 edits)
         self._kind = array("b")  # by edit
         self._slot = array("i")
-        self._previous = array("q")  # the same node's edit before, -1 for its first
+        self._previous = array("i")  # the same node's edit before, -1 for its first
         self._old: list[str | None] = []
 
     def rewired(self) -> "Iterator[str]":

@@ -136,25 +136,28 @@ def _in_order(units: _Units, segments) -> list[list[str]]:
 def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_compute, sink_all: bool) -> int:
     """Send segments without arithmetic to the host, and in full sink all but the largest; returns how
     many went (each node's host reason says why)."""
-    dropped, kept = 0, []
+    dropped, kept = 0, []  # kept: the segments that stay, as their units (a list of names each was a twentieth of the peak)
     trivial = reasons.host("trivial_segment")
+
+    def nodes_of(members):
+        return (name for unit in members for name in units.nodes[unit])
+
     for members in segments:
-        nodes = [name for unit in members for name in units.nodes[unit]]
-        if not any(is_compute(view.op(name)) for name in nodes):
+        if not any(is_compute(view.op(name)) for name in nodes_of(members)):
             dropped += 1
-            for name in nodes:
+            for name in nodes_of(members):
                 host.setdefault(name, trivial)
-            continue
-        kept.append(nodes)
+        elif not sink_all:
+            kept.append(members)
     if not sink_all and len(kept) > 1:
-        sizes = [sum(1 for name in nodes if is_compute(view.op(name))) for nodes in kept]
+        sizes = [sum(1 for name in nodes_of(members) if is_compute(view.op(name))) for members in kept]
         largest = max(range(len(kept)), key=lambda i: (sizes[i], -i))
         full_sink = reasons.host("full_sink")
-        for index, nodes in enumerate(kept):
+        for index, members in enumerate(kept):
             if index == largest:
                 continue
             dropped += 1
-            for name in nodes:
+            for name in nodes_of(members):
                 host.setdefault(name, full_sink)
     return dropped
 

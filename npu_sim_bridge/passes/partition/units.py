@@ -199,7 +199,7 @@ class _Units:
         """`_links` when unit i is node order[i]: a node's consumers are its unit's successors."""
         unit_at = self.of.__getitem__
         consumers_of = view.consumers_of
-        starts, targets = array("i", [0]), array("i")
+        starts, targets = array("i", bytes(4 * (len(order) + 1))), array("i")  # starts: made at its size
         for source, name in enumerate(order):
             users = consumers_of(name)
             if users and name not in back_edge_sources:
@@ -207,7 +207,7 @@ class _Units:
                 if name in users:  # as in _links, a unit is not its own successor
                     found.remove(source)
                 targets.extend(found)
-            starts.append(len(targets))
+            starts[source + 1] = len(targets)
         return Links(starts, targets)
 
     def _topological(self) -> tuple[Sequence[int], list[int]]:
