@@ -15,7 +15,7 @@ Design: memory
 --------------
 The rewrite's memory target is a traced peak (tracemalloc over one pipeline run) under 3x the GraphDef's
 serialized size on real models (BERT: 2.1-2.3x in benchmarks/bench_scale.py); tests/test_view_memory.py
-holds the 10k-node synthetic graph, whose nodes are small (about 144 bytes each), under 5x. Per-node Python
+holds the 10k-node synthetic graph, whose nodes are small (about 144 bytes each), under 3.2x (3.05x). Per-node Python
 objects are what costs, so the view keeps per node only fixed-size columns by *place* (the node's index in
 the GraphDef until `compact()`), read through one name -> place index (`_at`, graph.name_index):
 
