@@ -21,7 +21,7 @@ def bench():
 def test_one_small_model_gives_a_first_and_a_steady_ratio_and_the_table_names_both_configurations(bench):
     row = bench.model_row("user_cond_mlp", settings=("user",), rounds=1, steady_rounds=1, steady_steps=3)
     figures = row["user"]
-    for key in ("first", "steady", "first_plain_s", "first_simulated_s", "steady_plain_ms"):
+    for key in ("first", "first_cpu", "steady", "first_plain_s", "first_simulated_s", "steady_plain_ms"):
         assert math.isfinite(figures[key]) and figures[key] > 0, (key, figures)
     assert row["nodes"] > 0
     table = bench.model_table([row])
