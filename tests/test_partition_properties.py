@@ -264,3 +264,23 @@ def test_the_segment_kernel_refuses_units_out_of_range():
         kernel(([0, 1], [[1], [5]], [True, True]))
     with pytest.raises(TypeError):
         kernel(([0], [[]]))
+
+
+def test_the_segment_kernel_reads_links_in_one_piece_as_lists():
+    """The units' links as two int32 arrays (units.Links) give the kernel's answer for the same lists; starts
+    that do not run from 0 to the targets' length are refused."""
+    from array import array
+
+    from npu_sim_bridge.native.loader import shim_function
+    from npu_sim_bridge.passes.partition.units import Links
+
+    kernel = shim_function("NpuSimSegments")
+    lists = [[1, 2], [3], [3], [], [5], []]
+    links = Links.of_lists(lists)
+    assert list(map(list, links)) == lists and links.run_forward()
+    device = bytearray([1, 1, 0, 1, 1, 1])
+    assert kernel((None, (links.starts, links.targets), device)) == kernel((None, lists, device))
+    with pytest.raises(ValueError, match="starts must run from 0"):
+        kernel((None, (array("i", [0, 2, 9]), array("i", [1, 1])), bytearray(2)))
+    with pytest.raises(TypeError, match="int32"):
+        kernel((None, (array("q", [0, 0]), array("i")), bytearray(1)))
