@@ -118,7 +118,7 @@ def test_leaving_those_round_trips_out_changes_no_bit_of_training(npu_config, mo
 @pytest.mark.parametrize("size", [1, 7, 100, 4099])
 def test_small_tensors_round_as_the_cast_round_trip(size):
     """Tensors below the kernel's sharding size round on the calling thread: the same bits."""
-    from npu_sim_bridge.native.build import load_npu_ops
+    from npu_sim_bridge.native.loader import load_npu_ops
 
     rng = np.random.default_rng(size)
     values = (rng.standard_normal(size) * np.float32(7e4)).astype(np.float32)

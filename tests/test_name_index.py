@@ -9,7 +9,7 @@ import pytest
 import npu_sim_bridge
 from npu_sim_bridge.graph import name_index
 from npu_sim_bridge.graph.name_index import _Twin
-from npu_sim_bridge.native.build import name_index_type
+from npu_sim_bridge.native.loader import name_index_type
 
 
 def _native():

@@ -6,17 +6,17 @@ import stat
 import pytest
 
 from npu_sim_bridge.errors import NativeBuildError
-from npu_sim_bridge.native import build
+from npu_sim_bridge.native import build, loader
 
 
 def test_loaded_shim_lives_in_a_private_cache():
-    path = build.load_native()
+    path = loader.load_native()
     assert os.path.exists(path)
     directory = os.path.dirname(path)
     mode = os.stat(directory).st_mode
     assert not mode & (stat.S_IWGRP | stat.S_IWOTH)
     assert os.stat(directory).st_uid == os.getuid()
-    assert build.load_native() == path  # loaded once per process
+    assert loader.load_native() == path  # loaded once per process
 
 
 def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch):

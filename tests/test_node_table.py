@@ -266,7 +266,7 @@ def test_precision_decides_alike_bodies_the_same_with_the_shims_keys(monkeypatch
 
 
 def _shim_columns(graph_def):
-    from npu_sim_bridge.native.build import shim_function
+    from npu_sim_bridge.native.loader import shim_function
 
     kernel = shim_function("NpuSimColumns")
     assert kernel is not None, "the shim is loaded (import npu_sim_bridge)"

@@ -472,7 +472,7 @@ def test_iterations_per_loop_with_mix_compile_mode_fails_sess_run(npu_config):
 def test_the_shims_layering_kernel_places_a_real_model_as_python_does(monkeypatch, mix):
     """The TF1 batch-norm CNN (v1 cond on a training placeholder, UPDATE_OPS) rewritten with the
     shim's NpuSimSegments and with its Python twin: the same graph and the same report."""
-    from npu_sim_bridge.native.build import shim_function
+    from npu_sim_bridge.native.loader import shim_function
     from npu_sim_bridge.passes.partition import cluster
     from npu_sim_bridge.testing import zoo
 

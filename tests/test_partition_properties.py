@@ -234,7 +234,7 @@ def test_the_shims_segment_kernel_answers_as_the_python_one(case):
     with units left out of the order (a cycle's) and edges into and out of them."""
     from types import SimpleNamespace
 
-    from npu_sim_bridge.native.build import shim_function
+    from npu_sim_bridge.native.loader import shim_function
     from npu_sim_bridge.passes.partition import cluster
 
     count, edges, device, left_out = case
@@ -257,7 +257,7 @@ def test_the_shims_segment_kernel_answers_as_the_python_one(case):
 
 
 def test_the_segment_kernel_refuses_units_out_of_range():
-    from npu_sim_bridge.native.build import shim_function
+    from npu_sim_bridge.native.loader import shim_function
 
     kernel = shim_function("NpuSimSegments")
     with pytest.raises(ValueError, match="out of range"):

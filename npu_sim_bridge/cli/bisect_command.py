@@ -7,6 +7,7 @@ import os
 import sys
 
 from npu_sim_bridge.cli.errors import UsageError
+from npu_sim_bridge.cli.params import parse_params
 from npu_sim_bridge.fileio import check_output_path, write_atomic
 
 SEPARATOR = "--script-args"
@@ -60,7 +61,6 @@ def _number(option, text, kind):
 def cmd_bisect(args) -> int:
     from npu_sim_bridge.bisect import bisect_graph, bisect_script
     from npu_sim_bridge.bisect.graph_target import load_feeds
-    from npu_sim_bridge.cli.main import _parse_params
 
     _split_script_args(args)
     if bool(args.graph) == bool(args.script):
@@ -72,7 +72,7 @@ def cmd_bisect(args) -> int:
     check_output_path(args.output, "-o")  # before the runs: a wrong path costs no work
     if args.report:
         check_output_path(args.report, "--report")
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     rtol = _number("--rtol", args.rtol, float)
     steps = _number("--steps", args.steps, int) if args.steps is not None else None
     timeout = _number("--timeout", args.timeout, float) if args.timeout else None

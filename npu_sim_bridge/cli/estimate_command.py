@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from npu_sim_bridge.cli.params import parse_params
+
 
 def _constants(pairs) -> dict:
     from npu_sim_bridge.cli.errors import UsageError
@@ -23,7 +25,6 @@ def _constants(pairs) -> dict:
 
 def cmd_estimate(args) -> int:
     from npu_sim_bridge.cli.errors import UsageError
-    from npu_sim_bridge.cli.main import _parse_params
     from npu_sim_bridge.estimate import estimate
     from npu_sim_bridge.estimate.output import to_csv, to_json, to_text
     from npu_sim_bridge.fileio import check_output_path, write_atomic
@@ -34,7 +35,7 @@ def cmd_estimate(args) -> int:
         raise UsageError("--fetch is for GRAPH; with --script the fetches are those of the script's training step")
     if args.csv:
         check_output_path(args.csv, "--csv")
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     graph, fetches = args.graph, args.fetch
     if args.script:
         graph, fetches, params = _from_script(args.script[0], args.script[1:], params)

@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 
+from npu_sim_bridge.cli.params import parse_params
 from npu_sim_bridge.cli.errors import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError,
                                       report_error)
 from npu_sim_bridge.errors import NpuSimError
@@ -19,16 +20,6 @@ OFFLINE_COMMANDS = frozenset({"inspect", "rewrite", "mixlist", "fusion-rules", "
 
 # Subcommands that run without TensorFlow installed.
 NO_TENSORFLOW_COMMANDS = frozenset({"completion"})
-
-
-def _parse_params(pairs: list[str]) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--param expects KEY=VALUE, got {pair!r}")
-        params[key.strip()] = value
-    return params
 
 
 def _add_graph_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +36,7 @@ def _add_graph_arguments(parser: argparse.ArgumentParser) -> None:
 def _rewrite(args, prune=False):
     from npu_sim_bridge.api import rewrite
 
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     if args.report_dir:
         params["sim_report_dir"] = args.report_dir
     return rewrite(args.graph, params, fetches=args.fetch, prune=prune)

@@ -224,20 +224,6 @@ def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME
     return target
 
 
-# The loaders live in loader.py (which imports this module); their names stay reachable here for callers
-# that imported them from build, resolved on first use so that no import runs back from build to loader.
-_LOADER_NAMES = ("load_native", "load_name_index", "name_index_type", "shim_function", "native_skipped",
-                 "load_npu_ops")
-
-
-def __getattr__(name: str):
-    if name in _LOADER_NAMES:
-        from npu_sim_bridge.native import loader
-
-        return getattr(loader, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def main(argv: list[str] | None = None) -> int:
     import argparse
 

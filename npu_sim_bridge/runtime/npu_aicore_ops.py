@@ -11,7 +11,7 @@ import types
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from npu_sim_bridge.native.build import load_npu_ops
+from npu_sim_bridge.native.loader import load_npu_ops
 from npu_sim_bridge.runtime import npu_ops
 
 

@@ -16,7 +16,7 @@ import types
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from npu_sim_bridge.native.build import load_npu_ops, native_skipped
+from npu_sim_bridge.native.loader import load_npu_ops, native_skipped
 
 _SQRT_2_OVER_PI = 0.7978845608028654
 _CUBIC = 0.044715
