@@ -6,7 +6,7 @@ import tensorflow as tf
 
 import npu_sim_bridge
 from npu_sim_bridge.errors import ConfigError
-from npu_sim_bridge.native.build import load_npu_ops
+from npu_sim_bridge.native.loader import load_npu_ops
 from npu_sim_bridge.testing import models
 
 
