@@ -1,21 +1,16 @@
 """benchmarks/bench_cost.py: a sweep model's row carries both step ratios, the table names both configurations,
 and a figure past its target is reported as not met."""
 
-import importlib.util
 import math
-import pathlib
 
 import pytest
 
-_PATH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cost.py"
+from script_modules import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_cost", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/bench_cost.py")
 
 
 def test_one_small_model_gives_a_first_and_a_steady_ratio_and_the_table_names_both_configurations(bench):

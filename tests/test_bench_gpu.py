@@ -1,20 +1,14 @@
 """benchmarks/bench_gpu.py: both sides of each ratio get the same session options, and no GPU is said."""
 
-import importlib.util
-import pathlib
-
 import pytest
 import tensorflow as tf
 
-_PATH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_gpu.py"
+from script_modules import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_gpu", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/bench_gpu.py")
 
 
 @pytest.mark.parametrize("setting", ["user", "npu_config_proto"])

@@ -1,21 +1,16 @@
 """benchmarks/check_identical.py's comparison: bit-identical losses pass, a loss one bit away fails and is shown,
 and a changed decision is listed by node op and column."""
 
-import importlib.util
 import json
-import pathlib
 
 import pytest
 
-_PATH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "check_identical.py"
+from script_modules import load_script
 
 
 @pytest.fixture(scope="module")
 def check():
-    spec = importlib.util.spec_from_file_location("check_identical", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/check_identical.py")
 
 
 def _digests(path, loss, dtype_after, extra_node=False):
