@@ -1,5 +1,5 @@
-"""benchmarks/bench_cost.py: a sweep model's row carries both step ratios, the table names both configurations,
-and a figure past its target is reported as not met."""
+"""benchmarks/bench_cost.py: a sweep model's row carries both step ratios and the steady step of the GeOp calls
+alone, the table names both configurations, and a figure past its target is reported as not met."""
 
 import math
 
@@ -16,13 +16,15 @@ def bench():
 def test_one_small_model_gives_a_first_and_a_steady_ratio_and_the_table_names_both_configurations(bench):
     row = bench.model_row("user_cond_mlp", settings=("user",), rounds=1, steady_rounds=1, steady_steps=3)
     figures = row["user"]
-    for key in ("first", "first_cpu", "steady", "first_plain_s", "first_simulated_s", "steady_plain_ms"):
+    for key in ("first", "first_cpu", "steady", "first_plain_s", "first_simulated_s", "steady_plain_ms",
+                "steady_geop_floor"):
         assert math.isfinite(figures[key]) and figures[key] > 0, (key, figures)
     assert row["nodes"] > 0
     table = bench.model_table([row])
     (user_line,) = [line for line in table.splitlines() if " user " in line]
     (other_line,) = [line for line in table.splitlines() if " npu_config_proto " in line]
     assert f"{figures['first']:.2f}x" in user_line and f"{figures['steady']:.2f}x" in user_line
+    assert user_line.endswith(f"{figures['steady_geop_floor']:.2f}x")  # the GeOp calls' own cost beside it
     assert "not measured" in other_line
 
 
