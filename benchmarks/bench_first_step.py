@@ -26,7 +26,9 @@ import argparse
 import collections
 import glob
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -146,11 +148,79 @@ def breakdown(name, model, feed):
           + "; ".join(f"{n} {s:.2f}" for n, s in top))
 
 
+# One line of Grappler's meta optimizer at VLOG 1: an optimizer's name, the graph after it, its time.
+_OPTIMIZER_LINE = re.compile(r"\] (?P<name>[^:]+?)(?:\{.*\})?: Graph size after: .*time = (?P<ms>[0-9.]+)ms")
+_ITEM_LINE = re.compile(r"Starting optimization for grappler item: (?P<item>\S+)")
+
+
+def grappler_child(name, kind):
+    """In a child process started with Grappler's meta optimizer logging: one first step, after an uncounted
+    one in another Session (imports, the initializer graph), with a mark where the counted one starts."""
+    model = zoo.sweep_builders([name])[name]()
+    feed = model.feed(np.random.default_rng(0))
+    first_step(model, kind, feed)
+    print(GRAPPLER_MARK, file=sys.stderr, flush=True)
+    first_step(model, kind, feed)
+
+
+GRAPPLER_MARK = "BENCH_FIRST_STEP_COUNTED"
+
+
+def grappler_times(name, kind):
+    """{(item, optimizer): milliseconds} of one first step's Grappler runs, read from the meta optimizer's
+    log in a child process: item is "main graph" (the Session's training graph), "GeOp bodies" (a GeOp
+    body, as the Session's pass or its call's instantiation optimizes it) or "functions" (other library
+    functions). What the log gives before the training graph's item (the initializer's run) is dropped."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", TF_CPP_VMODULE="meta_optimizer=1")
+    child = subprocess.run([sys.executable, os.path.abspath(__file__), "--grappler-child", name, kind],
+                           env=env, capture_output=True, text=True, timeout=3600)
+    if child.returncode != 0:
+        raise RuntimeError(f"the Grappler log of {name} ({kind}) failed: {child.stderr.strip().splitlines()[-1:]}")
+    times = parse_grappler_log(child.stderr)
+    if not times:
+        raise RuntimeError(f"the Grappler log of {name} ({kind}) names no optimizer: TF_CPP_VMODULE was not read")
+    return times
+
+
+def parse_grappler_log(text):
+    """{(item, optimizer): milliseconds} from a meta optimizer log (see grappler_times), counted from the mark."""
+    times, item, counted = collections.Counter(), None, False
+    for line in text.splitlines():
+        if GRAPPLER_MARK in line:
+            counted = True
+        elif counted and (match := _ITEM_LINE.search(line)):
+            if match["item"] == "tf_graph":  # a Session's graph: the initializer's, then the step's
+                times, item = collections.Counter(), "main graph"
+            else:
+                item = "GeOp bodies" if match["item"].startswith("GeOp") else "functions"
+        elif counted and item and (match := _OPTIMIZER_LINE.search(line)):
+            times[item, match["name"].strip()] += float(match["ms"])
+    return times
+
+
+def grappler_breakdown(name):
+    """Milliseconds per Grappler optimizer over one first step, plain beside simulated, biggest gaps first."""
+    plain, simulated = grappler_times(name, "plain"), grappler_times(name, "simulated")
+    keys = sorted(set(plain) | set(simulated), key=lambda key: -(simulated[key] - plain[key]))
+    print(f"    Grappler per optimizer over the training step's graphs (ms): total plain {sum(plain.values()):.0f}, "
+          f"simulated {sum(simulated.values()):.0f}")
+    for item, optimizer in keys:
+        if max(plain[item, optimizer], simulated[item, optimizer]) >= 1.0:
+            print(f"      {item:<12} {optimizer:<32} plain {plain[item, optimizer]:8.1f}  simulated "
+                  f"{simulated[item, optimizer]:8.1f}  {simulated[item, optimizer] - plain[item, optimizer]:+8.1f}")
+
+
 def main():
+    if sys.argv[1:2] == ["--grappler-child"]:
+        grappler_child(*sys.argv[2:4])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="ResNet50,EfficientNetB0")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-breakdown", action="store_true")
+    parser.add_argument("--grappler", action="store_true",
+                        help="also each Grappler optimizer's time in the first step, plain beside simulated "
+                             "(two child processes per model, with the meta optimizer's log on)")
     args = parser.parse_args()
     names = [name for name in args.models.split(",") if name]
     builders = {name: build for name, build in zoo.sweep_builders(names).items() if name in names}
@@ -171,6 +241,8 @@ def main():
               f"{sim_cpu:6.2f} s  {sim_cpu / plain_cpu:5.2f}x", flush=True)
         if not args.no_breakdown:
             breakdown(name, model, feed)
+        if args.grappler:
+            grappler_breakdown(name)
     sys.stdout.flush()
 
 
