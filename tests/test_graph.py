@@ -10,8 +10,9 @@ from tensorflow.core.framework import graph_pb2, node_def_pb2
 
 from npu_sim_bridge.errors import GraphValidationError
 from npu_sim_bridge.graph import GraphView, TensorRef, parse_input, topological_order, validate_graph
+from npu_sim_bridge.graph.journal import EditJournal
 from npu_sim_bridge.graph.names import node_name
-from npu_sim_bridge.graph.view import EditJournal, edges
+from npu_sim_bridge.graph.table import edges
 
 
 def _graph(text):

@@ -18,7 +18,7 @@ UNRANKED = float("-inf")  # the rank of a node added since validation last ranke
 
 class Ranks:
     """Validation's topological ranks, by node name: the view's place index over one array of ranks by
-    place (see graph.view's design note). Loops that read many take `place` and `values` and index them directly."""
+    place (see graph.places' design note). Loops that read many take `place` and `values` and index them directly."""
 
     __slots__ = ("place", "values")
 

@@ -18,7 +18,8 @@ from tensorflow.core.framework import attr_value_pb2, function_pb2, node_def_pb2
 from npu_sim_bridge.errors import GraphValidationError, UnsupportedGraphError
 from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, parse_input
 from npu_sim_bridge.graph.ports import Port, input_ports, is_stateful, output_ports
-from npu_sim_bridge.graph.view import GraphView, edges
+from npu_sim_bridge.graph.table import edges
+from npu_sim_bridge.graph.view import GraphView
 
 NOINLINE_ATTR = "_noinline"
 NOSPECIALIZE_ATTR = "_nospecialize"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2, types_pb2
 
-__all__ = ["NodeTable", "held_inputs", "main_dtype", "names_and_inputs"]
+__all__ = ["NodeTable", "edges", "held_inputs", "main_dtype", "names_and_inputs"]
 
 # The attrs whose type value is "the" dtype of a node, in the order they are consulted; then the list
 # attrs whose first type is. The shim's MainDtype (native/npu_optimizer.cc) reads them the same way.
@@ -36,9 +36,16 @@ def main_dtype(node: node_def_pb2.NodeDef) -> int:
 
 def held_inputs(texts: Sequence[str]) -> "str | tuple[str, ...]":
     """A node's input strings as the view holds them: the str of a lone input, else a tuple (the empty
-    one for none). Read them back with graph.view.edges. A list each was a sixth of a rewrite's peak
+    one for none). Read them back with `edges`. A list each was a sixth of a rewrite's peak
     memory on BERT: a third of the nodes read nothing and a fifth read one tensor."""
     return texts[0] if len(texts) == 1 else tuple(texts)
+
+
+def edges(held: "str | Sequence[str]") -> "Sequence[str]":
+    """The names an index value stands for, one per edge: the view's consumer index holds a producer's
+    lone consumer as its name, and its input index a node's lone input string (`held_inputs`). Passes
+    read consumers through `GraphView.consumers_of`."""
+    return (held,) if held.__class__ is str else held
 
 
 def names_and_inputs(graph_def: graph_pb2.GraphDef,

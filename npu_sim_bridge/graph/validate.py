@@ -18,7 +18,7 @@ from npu_sim_bridge.graph.indexes import UNRANKED, Ranks
 from npu_sim_bridge.graph.name_index import new_index
 from npu_sim_bridge.graph.names import node_name
 from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS
-from npu_sim_bridge.graph.view import edges
+from npu_sim_bridge.graph.table import edges
 
 _MAX_NAMED = 8
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Container, Iterator
 
+from npu_sim_bridge.graph.journal import EditJournal
 from npu_sim_bridge.graph.names import CONTROL_PORT, TensorRef, format_input, node_name, parse_input
 from npu_sim_bridge.graph.op_categories import EXIT_OPS, NEXT_ITERATION_OPS
 from npu_sim_bridge.graph.validate import ranks_in_force, topological_order
-from npu_sim_bridge.graph.view import EditJournal, GraphView
+from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.partition.cluster import READ_REF, EdgeKinds, Proposal
 
 _MAX_CHAIN = 16
@@ -180,7 +181,7 @@ def _in_topological_order(view: GraphView, grown: list[list[str]]):
     sorted), and the key that orders segments by their first node the same way.
 
     A view validated since its last edit sorts each segment by its ranks (`ranks_in_force`), with no
-    order of every node (see graph.view's design note)."""
+    order of every node (see graph.places' design note)."""
     ranks = ranks_in_force(view)
     if ranks is not None:
         sort, place = ranks.sorted, view.place
