@@ -48,8 +48,21 @@ _v1.disable_eager_execution()
 ROUNDING_OPS = ("NpuSimRoundToFloat16",)
 
 
+# user: a hand-built ConfigProto (remapper on); npu_config_proto: the same passed through npu_config_proto
+# (remapper off), its plain side without the NpuOptimizer. --setting picks one; a child process reads it here.
+SETTINGS = ("user", "npu_config_proto")
+SETTING_ENV = "BENCH_FIRST_STEP_SETTING"
+
+
 def config(kind):
-    return _v1.ConfigProto() if kind == "plain" else sweep.session_config("mixed", remapping=True)
+    plain = _v1.ConfigProto() if kind == "plain" else sweep.session_config("mixed", remapping=True)
+    if os.environ.get(SETTING_ENV, "user") == "npu_config_proto":
+        from npu_sim_bridge.runtime.session import npu_config_proto
+
+        plain = npu_config_proto(sweep.session_config("mixed", remapping=True))
+        if kind == "plain":
+            del plain.graph_options.rewrite_options.custom_optimizers[:]
+    return plain
 
 
 def first_step(model, kind, feed, trace=False, before_step=None, proto=None, cpu=None):
@@ -221,10 +234,13 @@ def main():
     parser.add_argument("--grappler", action="store_true",
                         help="also each Grappler optimizer's time in the first step, plain beside simulated "
                              "(two child processes per model, with the meta optimizer's log on)")
+    parser.add_argument("--setting", choices=SETTINGS, default="user",
+                        help="the session configuration of both sides (default: a hand-built ConfigProto)")
     args = parser.parse_args()
+    os.environ[SETTING_ENV] = args.setting  # the Grappler children read it too
     names = [name for name in args.models.split(",") if name]
     builders = {name: build for name, build in zoo.sweep_builders(names).items() if name in names}
-    print(f"first training step, simulated (allow_mix_precision, hand-built ConfigProto) / plain, fresh Sessions "
+    print(f"first training step, simulated (allow_mix_precision, {args.setting} configuration) / plain, fresh Sessions "
           f"interleaved, best of {args.rounds}")
     for name, build in builders.items():
         model = build()
