@@ -36,16 +36,16 @@ class FetchBoundary:
     that leave; `apply` (after the Casts are reported) renames the op and gives its name to the
     boundary node."""
 
-    def __init__(self, view, rewriter, plans):
+    def __init__(self, view, rewriter):
         self.view = view
         self.rewriter = rewriter
-        self.plans = plans
         self._leaving: dict[str, list[tuple[TensorRef | None, int]]] = {}
         self.renamed: dict[str, str] = {}  # fetched name -> the name the op now runs under
 
-    def prepare(self, fetched) -> None:
+    def prepare(self, fetched, plans) -> None:
+        """`plans`: the graph's Plans, read here only (not kept: they go before the Casts are reported)."""
         for name in sorted(fetched):
-            plan = self.plans.get(name)
+            plan = plans.get(name)
             if plan is None or name not in self.view:
                 continue
             outputs = plan.sig.outputs

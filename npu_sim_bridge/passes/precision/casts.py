@@ -213,6 +213,14 @@ class Rewriter:
                         f"{ports.dtype_name(outputs[ref.port].dtype)} from {text} but takes "
                         f"{ports.dtype_name(wanted[position].dtype)}; please report this with the graph")
 
+    def finish(self) -> None:
+        """Let go of what only the rewrite reads (the plans, the signatures and constants looked up): its
+        Casts are in and checked. `inserted` and the counts stay, for the report."""
+        self.plans = {}
+        self._sigs = {}
+        self._exact = set()
+        self.retyped_names = set()
+
     def _current(self, node) -> ports.Signature:
         """The node's ports as the graph now is (retyped and inserted nodes are read again)."""
         plan = self.plans.get(node.name)

@@ -75,14 +75,16 @@ class PrecisionPass(GraphPass):
             share_alike(plans)  # the report has each node's reasons: the rewrite reads what is alike
             rewriter = casts.Rewriter(view, plans, mode.low, mode.emulate, setting, functions, round_kernel)
             rewriter.apply()
-            exits = boundary.FetchBoundary(view, rewriter, plans)
-            exits.prepare(fetched - fed)
+            exits = boundary.FetchBoundary(view, rewriter)
+            exits.prepare(fetched - fed, plans)
             rewriter.check_types()
         totals.add(plans, rewriter)
         if rewriter is not None:
-            # The plans go before the Casts' report rows come, unless the dump pass reads them: with
-            # them both, the end of this pass was the rewrite's peak on a graph that gains 20k Casts.
-            plans = rewriter.plans = None
+            # The plans and the rewriter's scratch go before the Casts' report rows come, unless the dump
+            # pass reads the plans: with them, the end of this pass was the rewrite's peak on a graph
+            # that gains 20k Casts.
+            plans = None
+            rewriter.finish()
             _report_inserted(report, rewriter, prefix="")
             exits.apply()
             _report_fetch_exits(report, exits.renamed)
