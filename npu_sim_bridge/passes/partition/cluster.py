@@ -24,13 +24,15 @@ from array import array
 from collections.abc import Sequence
 from typing import Callable, NamedTuple
 
+import numpy
+
 from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.control_flow import Frames
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.native.loader import shim_function
 from npu_sim_bridge.passes.partition import bridges, regions
 from npu_sim_bridge.passes.partition.edge_kinds import READ_REF, EdgeKinds
-from npu_sim_bridge.passes.partition.units import Links, _Units
+from npu_sim_bridge.passes.partition.units import Links, UnitsByPlace, _Units
 from npu_sim_bridge.report import reasons
 from npu_sim_bridge.report.reasons import Reason
 
@@ -43,7 +45,7 @@ _INF = float("inf")
 class Layout:
     """The units and layers of a proposal's last round, for carrying it over added nodes (carry.py)."""
 
-    unit_of: dict[str, int]
+    unit_of: "dict[str, int] | UnitsByPlace"  # name -> unit (by place where every unit is one node)
     frame: list[str]            # per unit: its outermost v1 while frame, "" for a node of the root frame
     device: Sequence[int]       # per unit: 1 on the device, 0 on the host
     layer: Sequence[int]        # per unit: the layer of a device unit
@@ -74,11 +76,13 @@ class _Edge(NamedTuple):
 
 
 def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, Reason], *,
-            kinds: EdgeKinds, is_compute: Callable[[str], bool], sink_all: bool) -> Proposal:
+            kinds: EdgeKinds, is_compute: Callable[[str], bool], sink_all: bool,
+            with_layout: bool = True) -> Proposal:
     """Segments for the nodes not in `host` (node -> reason); `host` is not modified.
 
     `is_compute(op)` says whether an op does arithmetic (segments without one stay on host);
-    `sink_all` false keeps only the largest segment (full-sink mode).
+    `sink_all` false keeps only the largest segment (full-sink mode); `with_layout` false: a proposal
+    nothing carries, with no layout (its units and layers go before the segments' lists are made).
     """
     host = dict(host)
     split: set[str] = set()
@@ -116,21 +120,31 @@ def propose(view: GraphView, order: list[str], frames: Frames, host: dict[str, R
         if not _drop_segments(view, units, segments, host, is_compute, sink_all):
             break
 
-    layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
-                    cond_regions, guards)
+    layout = None
+    if with_layout:
+        layout = Layout(units.of, units.frame, device_unit, layer, reach_device, segment_of, bool(split),
+                        cond_regions, guards)
     proposal = Proposal(host=host, segments=[], rounds=rounds, bridges=crossings, layout=layout)
-    proposal.segments = _in_order(units, segments)
+    order, nodes = units.names, None if units.single else units.nodes
+    del units, device_unit, layer, reach_device, segment_of, guards  # (those the layout keeps stay with it)
+    proposal.segments = _in_order(order, nodes, segments)
     return proposal
 
 
-def _in_order(units: _Units, segments) -> list[list[str]]:
-    """Each segment's nodes (its units' members) in the order the units were numbered by."""
-    order = units.names
-    if units.single:  # unit i is order[i] alone: no index of the positions
-        return [[order[unit] for unit in sorted(members)] for members in segments]
+def _in_order(order: list[str], nodes, segments) -> list[list[str]]:
+    """Each segment's nodes (its units' members, `nodes` per unit, or None when unit i is the node
+    order[i] alone) in the order the units were numbered by (`order`)."""
+    if nodes is None:  # no index of the positions
+        return [list(map(order.__getitem__, _sorted_units(members))) for members in segments]
     position = dict(zip(order, shared_ints.counting(0, len(order))))
-    return [sorted((name for unit in members for name in units.nodes[unit]), key=position.__getitem__)
+    return [sorted((name for unit in members for name in nodes[unit]), key=position.__getitem__)
             for members in segments]
+
+
+def _sorted_units(members: Sequence[int]) -> array:
+    """A segment's units in their order, as an array (sorted in numpy: no int object per unit is held,
+    where a sorted list of the largest segment's was a twentieth of the rewrite's peak)."""
+    return array("q", numpy.sort(numpy.asarray(members, dtype=numpy.int64)).tobytes())
 
 
 def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_compute, sink_all: bool) -> int:

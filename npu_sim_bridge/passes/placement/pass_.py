@@ -79,7 +79,7 @@ def protected_output_problem(name: str, kinds: cluster.EdgeKinds) -> str | None:
     return None
 
 
-def propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Proposal:
+def propose(ctx: PassContext, host: dict[str, Reason], functions, with_layout: bool = True) -> cluster.Proposal:
     order = topological_order(ctx.view, read_only=True)  # the view's own list: propose only reads it
     frames = Frames(ctx.view, order)
     library = ctx.ops_library()
@@ -91,7 +91,8 @@ def propose(ctx: PassContext, host: dict[str, Reason], functions) -> cluster.Pro
         return op not in BOOKKEEPING_OPS and library.not_compute_kind(op) is None
 
     return cluster.propose(ctx.view, order, frames, host, kinds=cluster.EdgeKinds(ctx.view, functions),
-                           is_compute=is_compute, sink_all=bool(ctx.options.get("mix_compile_mode")))
+                           is_compute=is_compute, sink_all=bool(ctx.options.get("mix_compile_mode")),
+                           with_layout=with_layout)
 
 
 def fresh_proposal(ctx: PassContext, names, functions, inherent: set[str]) -> cluster.Proposal:
@@ -111,7 +112,7 @@ def fresh_proposal(ctx: PassContext, names, functions, inherent: set[str]) -> cl
                 host[name] = known_reasons.get(name, reasons.host("by_placement"))
         del fresh
     del names  # the caller's list of every name goes before proposing (it was a twentieth of the peak)
-    return propose(ctx, host, functions)
+    return propose(ctx, host, functions, with_layout=False)  # nothing carries it again: no layout
 
 
 def carried_proposal(ctx: PassContext, functions) -> cluster.Proposal | None:
