@@ -252,6 +252,37 @@ def test_journal_knows_the_added_nodes_across_compaction():
     assert journal.changed(view) and list(journal.removed) == ["gone"]
 
 
+class _Column:
+    """An outside column by place, as a pass keeps one (say partition's units): a value per place."""
+
+    def __init__(self, view):
+        self.values = [view.place(name) * 10 for name in view.graph_order_names()]
+        self.place = view.place
+
+    def drop_places(self, start, end):
+        del self.values[start:end]
+
+    def __getitem__(self, name):
+        return self.values[self.place(name)]
+
+
+def test_compact_cuts_the_columns_a_pass_tracks_in_step():
+    """A column by place the view tracks still gives each live node its value after compact renumbers
+    the places; one no longer tracked is left as it was."""
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Relu" input: "a" }'))
+    tracked, left = _Column(view), _Column(view)
+    view.track_places(tracked)
+    view.track_places(left)
+    view.untrack_places(left)
+    view.remove_input("c", 2)
+    view.remove_input("c", 0)
+    view.remove_node("b")
+    view.compact()
+    assert [view.place(name) for name in ("a", "c", "d")] == [0, 1, 2]
+    assert [tracked[name] for name in ("a", "c", "d")] == [0, 20, 30]
+    assert len(left.values) == 4
+
+
 def test_a_removed_name_taken_again_keeps_only_the_new_node():
     """compact drops removed nodes by place: the NodeDef a name had before it was removed goes, the
     node added under that name since stays, in both nodes() and the GraphDef."""

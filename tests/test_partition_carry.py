@@ -9,6 +9,7 @@ from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes import ItemInfo, PassContext
 from npu_sim_bridge.passes.pipeline import _run_one, selected_passes
 from npu_sim_bridge.passes.partition.carry import Proposed
+from npu_sim_bridge.passes.partition.units import UnitsByPlace
 from npu_sim_bridge.passes.placement import pass_ as placement
 from npu_sim_bridge.report.model import Report
 from npu_sim_bridge.testing import models, zoo
@@ -78,6 +79,24 @@ def test_a_removed_node_makes_partition_propose_again(built):
     view.remove_node("unused_const")
     assert placement.carried_proposal(ctx, function_library(view)) is None
 
+
+
+def test_the_units_of_a_layout_follow_the_view_across_compaction():
+    """Placement's layout numbers the nodes it saw through the view's places: after nodes are removed and
+    the view compacted, each node it saw keeps its unit, and a node added since, or removed, has none."""
+    graph = graph_pb2.GraphDef()
+    for name, inputs in (("a", []), ("b", ["a"]), ("c", ["b"]), ("d", ["a"])):
+        graph.node.add(name=name, op="Identity" if inputs else "Placeholder", input=inputs)
+    view = GraphView(graph)
+    units = UnitsByPlace(view, ["a", "d", "b", "c"])  # a topological order: the units' numbering
+    view.add_node(node_def_pb2.NodeDef(name="e", op="Identity", input=["d"]))
+    view.set_input("c", 0, "a")
+    view.remove_node("b")
+    view.compact()
+    assert [units[name] for name in ("a", "d", "c")] == [0, 1, 3]
+    assert "b" not in units and "e" not in units and units.get("e", -1) == -1
+    with pytest.raises(KeyError):
+        units["b"]
 
 
 @pytest.mark.parametrize("mode", ["full sink, emulate", "mixed compute, emulate"])
