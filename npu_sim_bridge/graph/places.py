@@ -60,6 +60,7 @@ class PlaceColumns:
         self._stored = graph_def.node  # the NodeDefs, which `_at` indexes
         self._dead = array("q")  # the places of the nodes removed since `compact`, which drops them
         self._touched = bytearray()
+        self._ranked = False  # whether `_rank` holds validation's ranks (`set_ranks`)
         # Outside columns by place, cut in step by `compact` (`track_places`).
         self._place_columns: weakref.WeakSet = weakref.WeakSet()
 

@@ -43,12 +43,10 @@ class GraphView(PlaceColumns):
         view is built (see graph.control_hubs; `hubs` lists them), before the edges are indexed.
         `table`: the GraphDef's node columns, when the caller has them (the index is built from them)."""
         self._start_columns(graph_def)
-        # Validation state: a topological rank per node from the last full check (see `ranks`; kept by
-        # place in `_rank`, made in `_index`), and the nodes added or given new inputs since (see
-        # graph.validate); only the mutators below update them.
-        # Validation's worklist (see `take_touched`): a byte per place (`_touched`), set where a node was
-        # added or edited; `_touched_any` stays set for a node removed since.
-        self._ranked = False
+        # Validation state (see graph.validate): a topological rank per node from the last full check
+        # (`ranks`, a column by place), and its worklist (see `take_touched`): a byte per place
+        # (`_touched`), set where a node was added or edited; `_touched_any` stays set for a node
+        # removed since. Only the mutators below update them.
         self._touched_any = False
         self._journal: EditJournal | None = None
         # A topological order of the graph as it is (see `remember_order`): every mutator forgets it, so
