@@ -44,6 +44,7 @@ def _config(optimize: bool) -> bytes:
     rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
     rewrite.min_graph_nodes = -1
     rewrite.memory_optimization = rewriter_config_pb2.RewriterConfig.NO_MEM_OPT
+    rewrite.disable_tfg_optimizer = True  # toposort, shape inference, control-flow sinking: nothing for a flat body
     for field in _NOT_AT_CALL:
         setattr(rewrite, field, _OFF)
     for field in _AT_CALL:
