@@ -69,6 +69,7 @@ def test_the_call_config_leaves_plain_bodies_to_the_call_and_others_to_the_sessi
         else:
             assert body.attr[LEFT_TO_CALLER_ATTR].b and not config.disable_meta_optimizer
             assert config.meta_optimizer_iterations == RewriterConfig.ONE
+            assert config.disable_tfg_optimizer  # the MLIR pipeline has nothing to do in a flat body
 
 
 def test_a_body_without_calls_is_left_to_its_call_in_the_rewritten_graph():
