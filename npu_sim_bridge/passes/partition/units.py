@@ -91,7 +91,7 @@ class UnitsByPlace:
         unit = array("i", [-1]) * view.place_count()
         for index, at in enumerate(map(view.place, order)):
             unit[at] = index
-        self._place, self._unit = view.place_or_none, unit
+        self._place, self._unit = view.place_lookup(), unit
         view.track_places(self)
 
     def drop_places(self, start: int, end: int) -> None:
