@@ -18,7 +18,7 @@ import os
 from tensorflow.core.framework import attr_value_pb2, types_pb2
 
 from npu_sim_bridge.config import parse_dump_steps
-from npu_sim_bridge.graph.op_categories import V1_CONTROL_FLOW_OPS
+from npu_sim_bridge.graph.op_categories import ENTER_OPS, EXIT_OPS, NEXT_ITERATION_OPS, V1_CONTROL_FLOW_OPS
 from npu_sim_bridge.graph.outline import function_library
 from npu_sim_bridge.graph.ports import input_ports, output_ports
 from npu_sim_bridge.graph.names import parse_input
@@ -40,7 +40,7 @@ _SKIPPED_OPS = frozenset({"_Arg", "_Retval", "Const", "NoOp", "Placeholder", "Pl
 # (and Exit's lives outside the frame its node belongs to), so they are not dumped. The other v1 plumbing
 # (Switch, Merge, LoopCond) is dumped, outputs only (a dead Switch port says "branch not taken"), and is
 # not checked for overflow: it computes nothing.
-_FRAME_EDGE_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration"})
+_FRAME_EDGE_OPS = ENTER_OPS | EXIT_OPS | NEXT_ITERATION_OPS
 _FLOAT = frozenset({types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_BFLOAT16, types_pb2.DT_DOUBLE})
 _INT32, _INT64, _BOOL, _STRING = types_pb2.DT_INT32, types_pb2.DT_INT64, types_pb2.DT_BOOL, types_pb2.DT_STRING
 

@@ -4,6 +4,7 @@ the ops that update a TF1 reference variable in place (which a dump of its read 
 from __future__ import annotations
 
 from npu_sim_bridge.graph.names import parse_input
+from npu_sim_bridge.graph.op_categories import SWITCH_OPS
 
 SCOPE = "npu_sim_dump"
 
@@ -50,7 +51,7 @@ def origin(bview, node, call, main) -> dict:
     return {"variable": shared or source.name}
 
 
-_FORWARDING = frozenset({"Identity", "RefIdentity", "Switch", "RefSwitch"})
+_FORWARDING = frozenset({"Identity", "RefIdentity"}) | SWITCH_OPS
 
 
 def mutators(view, variable: str) -> list[str]:
