@@ -8,6 +8,7 @@ mode_table.py  what each precision mode makes of a library op; must_keep_origin_
 gray.py    the gray rule and its fixed point over loops
 casts.py   applying the decisions: type attrs, Casts, float16 round trips
 rounding.py  when a round trip is one NpuSimRoundToFloat16 kernel (sim_fp16_rounding), its gradient
+hoist.py   float16 round trips of loop-invariant values moved out of their while frame
 marks.py   the attrs that mark what the pass inserted or retyped
 functions.py  the bodies of functional While/If and function calls
 pass_.py   the GraphPass named "precision"

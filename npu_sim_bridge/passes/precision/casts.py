@@ -326,15 +326,33 @@ class Rewriter:
         return self._cast(ref, self.low, want, source=first, kind="round")
 
     def _float16_valued(self, ref: TensorRef) -> bool:
-        """Whether `ref` holds float16 values in every step (a constant of them: exact.py); each such
-        tensor whose round trip is left out counts once in `exact_left_out`."""
+        """Whether `ref` holds float16 values in every step (a constant of them, or a stack's pop of
+        values this rewrite rounds: exact.py); each such tensor whose round trip is left out counts
+        once in `exact_left_out`."""
         if (ref.node, ref.port) in self._exact:
             return True
-        if not exact.holds_float16_values(self.view, ref.node, ref.port):
+        if not (exact.holds_float16_values(self.view, ref.node, ref.port)
+                or exact.popped_float16_values(self.view, ref.node, ref.port, self._rounded_here)):
             return False
         self._exact.add((ref.node, ref.port))
         self.exact_left_out += 1
         return True
+
+    def _rounded_here(self, text: str) -> bool:
+        """Whether every reader of input text `text` gets float16 values: a constant of them, a round trip
+        or Cast from float16 this rewrite inserted, or an output it rounds (or that is exact: plumbing
+        and EXACT_OPS on rounded inputs) for all its consumers."""
+        ref = parse_input(text)
+        node = self.view.get(ref.node)
+        if node is None or exact.holds_float16_values(self.view, ref.node, ref.port):
+            return node is not None
+        if self.view.place(ref.node) >= self.inserted.first:
+            return node.op == "Cast" and node.attr["SrcT"].type == FP16
+        plan = self.plans.get(ref.node)
+        if plan is None or ref.port >= len(plan.sig.outputs) or not plan.sig.outputs[ref.port].is_float:
+            return False
+        _, rounded, for_all = self._output_state(ref.node, plan, plan.sig.outputs[ref.port])
+        return rounded or for_all
 
     def _cast(self, ref: TensorRef, src: int, dst: int, source: TensorRef | None = None,
               kind: str = "cast", op: str = "Cast") -> TensorRef:

@@ -9,7 +9,7 @@ from npu_sim_bridge.graph.alike import Renaming, alike_key
 from npu_sim_bridge.graph.names import format_input, node_name, parse_input
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
-from npu_sim_bridge.passes.precision import boundary, casts, marks, ports, rounding
+from npu_sim_bridge.passes.precision import boundary, casts, hoist, marks, ports, rounding
 from npu_sim_bridge.passes.precision import functions as fn
 from npu_sim_bridge.passes.precision.decide import Decider
 from npu_sim_bridge.passes.precision.plan import FIXED, FP32, GRAY, mode_info, name_of, share_alike
@@ -70,6 +70,7 @@ class PrecisionPass(GraphPass):
             ctx.publish(NpuPortDtypes(plans))
         _fill_report(report, _report_rows(plans), prefix="")
         rewriter = None
+        hoisted = 0
         round_kernel = rewrite and rounding.uses_kernel(ctx, mode)
         if rewrite:
             share_alike(plans)  # the report has each node's reasons: the rewrite reads what is alike
@@ -86,6 +87,8 @@ class PrecisionPass(GraphPass):
             plans = None
             rewriter.finish()
             _report_inserted(report, rewriter, prefix="")
+            # After the report's rows (they name each round trip's source as the rewrite wrote it).
+            hoisted = hoist.hoist_invariant_round_trips(view, rewriter.inserted)
             exits.apply()
             _report_fetch_exits(report, exits.renamed)
         bodies = self._functions(view, report, library, lists, mode, setting, scan, totals, rewrite,
@@ -99,12 +102,13 @@ class PrecisionPass(GraphPass):
             "nodes_raised": totals.raised,
             "casts_inserted": totals.casts,
             "round_trips": totals.round_trips,
-            "round_trips_left_out": totals.exact,  # of constants of float16 values: no bit would change
+            "round_trips_left_out": totals.exact,  # of tensors of float16 values (exact.py): no bit would change
             "nodes_retyped": totals.retyped,
             "function_bodies": bodies,
         }
         if rewrite and mode.emulate:
             stats["rounding"] = "kernel" if round_kernel else "cast"
+            stats["round_trips_hoisted"] = hoisted  # of loop-invariant values, out of their while frame (hoist.py)
         if lists.mixlist is not None:
             stats["mixlist_overrides"] = len(lists.overrides)
         if not rewrite:
