@@ -1,6 +1,6 @@
 """Where a 2-rank allreduce's time goes: TensorFlow collective-runtime settings, measured interleaved.
 
-    python benchmarks/bench_allreduce_knobs.py [--rounds 3] [--steps 3] [--sizes 1,16,64]
+    python benchmarks/bench_allreduce_knobs.py [--rounds 3] [--steps 3] [--sizes 1,16,64] [--settings "A;B"]
 
 Two processes (ranks) each start one tf.distribute.Server per setting below, on localhost, so
 every setting runs on its own pair of servers in the same two processes; each round runs every
@@ -11,6 +11,7 @@ setting's allreduce in turn (interleaved), and the table gives the best round's 
                    (0, TensorFlow's default, means 4096 bytes); -1 one string per tensor
   +subdivs 1 / 8   the op's max_subdivs_per_device (ring subdivisions, default -1: TensorFlow's 2)
   +rpc_options     use_rpc_for_inprocess_master, cache_rpc_response, num_channels_per_target 2
+  4 instances      the tensor split in 4, each part its own CollectiveReduceV2 (instance), run at once
   send/recv        the floor: a plain cross-task copy (rank 1 fetches a tensor of rank 0 through
                    _Send/_Recv, TensorFlow's RecvTensor RPC), the same bytes one way
 
@@ -36,6 +37,11 @@ SETTINGS = {
     "subdivs 8": ({}, {"max_subdivs_per_device": 8}),
     "chunk -1, subdivs 8": ({"recv_buf_max_chunk": -1}, {"max_subdivs_per_device": 8}),
     "chunk 1 MiB, subdivs 8": ({"recv_buf_max_chunk": MIB}, {"max_subdivs_per_device": 8}),
+    "subdivs 16 (the product)": ({}, {"max_subdivs_per_device": 16}),
+    "chunk -1, subdivs 16": ({"recv_buf_max_chunk": -1}, {"max_subdivs_per_device": 16}),
+    "chunk 1 MiB, subdivs 16": ({"recv_buf_max_chunk": MIB}, {"max_subdivs_per_device": 16}),
+    "chunk 4 MiB, subdivs 16": ({"recv_buf_max_chunk": 4 * MIB}, {"max_subdivs_per_device": 16}),
+    "4 instances, chunk -1": ({"recv_buf_max_chunk": -1}, {"max_subdivs_per_device": 4, "split": 4}),
 }
 FLOOR = "send/recv (floor)"
 
@@ -76,10 +82,12 @@ def _worker(rank, ports, sizes, rounds, steps, names):
                         fetches[size] = tf.reduce_sum(tf.identity(source)[:1])
                     continue
                 value = tf.Variable(tf.ones([size * MIB // 4]))
-                reduced = tf.raw_ops.CollectiveReduceV2(
-                    input=value, group_size=2, group_key=1, instance_key=key, ordering_token=[], merge_op="Add",
-                    final_op="Id", **attrs)
-                fetches[size] = tf.reduce_sum(reduced[:1])
+                op_attrs = {k: v for k, v in attrs.items() if k != "split"}
+                parts = tf.split(value, attrs.get("split", 1))
+                reduced = [tf.raw_ops.CollectiveReduceV2(
+                    input=part, group_size=2, group_key=1, instance_key=key * 100 + i, ordering_token=[],
+                    merge_op="Add", final_op="Id", **op_attrs) for i, part in enumerate(parts)]
+                fetches[size] = tf.add_n([tf.reduce_sum(r[:1]) for r in reduced])
             init = tf.compat.v1.global_variables_initializer()
         config = _config(fields, rank)
         if name == FLOOR:
@@ -177,6 +185,8 @@ def main():
     parser.add_argument("--sizes", default="1,16,64")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for both rank processes (repeatable)")
+    parser.add_argument("--settings", help="only these settings, separated by ';' (default: every setting and "
+                        "the floor)")
     parser.add_argument("--role", type=int, help=argparse.SUPPRESS)
     parser.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -186,7 +196,8 @@ def main():
                 json.loads(names))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
-    best, cpu = measure(sizes, args.rounds, args.steps, [item.split("=", 1) for item in args.env])
+    names = args.settings.split(";") if args.settings else None
+    best, cpu = measure(sizes, args.rounds, args.steps, [item.split("=", 1) for item in args.env], names)
     print("allreduce (sum, float32), 2 ranks on localhost: algorithm bandwidth MB/s, best of "
           f"{args.rounds} interleaved rounds (median of {args.steps} runs each)")
     print("and rank 1's process CPU time per run (ms, all its threads) in that round")

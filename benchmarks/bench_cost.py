@@ -142,7 +142,11 @@ def allreduce_rank(rounds: int, steps: int) -> None:
             for _ in range(rounds):
                 for size in bench_multirank.SIZES_MIB:
                     key = f"{setting} {size}"
-                    result[key] = min(result.get(key, math.inf), bench_multirank._measure(sess, ops[f"after {size}"], steps))
+                    cpu_started = time.process_time()
+                    seconds = bench_multirank._measure(sess, ops[f"after {size}"], steps)
+                    cpu = (time.process_time() - cpu_started) / (steps + 3)  # _measure runs 3 warm-up steps
+                    if seconds < result.get(key, math.inf):
+                        result[key], result[f"cpu {key}"] = seconds, cpu
     print(bench_multirank.MARK + json.dumps(result), flush=True)
 
 
@@ -155,9 +159,18 @@ def allreduce_figures(rounds: int, steps: int) -> dict:
                                     "--rounds", str(rounds), "--steps", str(steps)])
     figures = {setting: {size: size * MIB / max(r[f"{setting} {size}"] for r in results) / 1e6
                          for size in bench_multirank.SIZES_MIB} for setting in SETTINGS}
-    best, _cpu = bench_allreduce_knobs.measure(list(bench_multirank.SIZES_MIB), rounds, steps,
-                                               names=[bench_allreduce_knobs.FLOOR])
+    # The CPU-bound ceiling: the bandwidth if both ranks' CPU seconds of a run shared this machine's cores
+    # perfectly. The collective runtime copies each byte through protobuf strings several times, so its CPU
+    # per MiB, not the loopback, bounds the bandwidth on a small machine.
+    cores = os.cpu_count() or 1
+    figures["ceiling"] = {setting: {size: size * MIB / (sum(r[f"cpu {setting} {size}"] for r in results) / cores) / 1e6
+                                    for size in bench_multirank.SIZES_MIB} for setting in SETTINGS}
+    figures["cpu ms per MiB"] = {setting: {size: max(r[f"cpu {setting} {size}"] for r in results) * 1e3 / size
+                                           for size in bench_multirank.SIZES_MIB} for setting in SETTINGS}
+    best, cpu = bench_allreduce_knobs.measure(list(bench_multirank.SIZES_MIB), rounds, steps,
+                                              names=[bench_allreduce_knobs.FLOOR])
     figures["floor"] = {size: size * MIB / seconds / 1e6 for size, seconds in best[bench_allreduce_knobs.FLOOR].items()}
+    figures["floor cpu ms per MiB"] = {size: seconds * 1e3 / size for size, seconds in cpu[bench_allreduce_knobs.FLOOR].items()}
     return figures
 
 
@@ -247,13 +260,22 @@ def allreduce_table(figures: dict) -> str:
     if "error" in figures:
         return f"allreduce: failed: {figures['error']}"
     lines = [f"{'allreduce, 2 ranks (MB/s)':<28} {'size':>7} {'allreduce':>10} {'send/recv floor':>16} "
-             f"{'/ floor':>8} {'>=1 GB/s at 64 MiB':>19}"]
+             f"{'/ floor':>8} {'>=1 GB/s at 64 MiB':>19} {'CPU ceiling':>12} {'/ ceiling':>10} "
+             f"{'CPU ms/MiB':>11} {'floor CPU ms/MiB':>17}"]
     for setting in SETTINGS:
         for size, bandwidth in figures[setting].items():
             floor = figures["floor"][size]
             target = verdict(bandwidth / 1000, ALLREDUCE_TARGET_GBPS, at_most=False) if int(size) == 64 else ""
-            lines.append(f"{setting:<28} {size:>3} MiB {bandwidth:>10.0f} {floor:>16.0f} {bandwidth / floor:>7.2f}x "
-                         f"{target:>19}")
+            line = (f"{setting:<28} {size:>3} MiB {bandwidth:>10.0f} {floor:>16.0f} {bandwidth / floor:>7.2f}x "
+                    f"{target:>19}")
+            if "ceiling" in figures:  # a JSON of an older run has no CPU figures
+                ceiling = figures["ceiling"][setting][size]
+                line += (f" {ceiling:>12.0f} {bandwidth / ceiling:>9.2f}x {figures['cpu ms per MiB'][setting][size]:>11.2f}"
+                         f" {figures['floor cpu ms per MiB'][size]:>17.2f}")
+            lines.append(line)
+    if "ceiling" in figures:
+        lines.append(f"CPU ceiling: the bandwidth if the 2 ranks' process CPU seconds per run shared the {os.cpu_count()} "
+                     "cores perfectly; CPU ms/MiB: the slower rank's, per MiB reduced (floor: the receiving side's)")
     return "\n".join(lines)
 
 
