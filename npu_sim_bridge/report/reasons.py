@@ -59,6 +59,8 @@ _TEMPLATES: dict[str, str] = {
                        "another order there than in {target}, so on {device} it runs in {target} between Transposes, "
                        "as a {target} model's does (on the NPU it stays {source})",
     "layout.inserted": "inserted by layout: {what} of {source}, for its {target} kernel on the CPU",
+    "layout.follows": "runs in {target} on {device} between ops laid out for the CPU, which gives the same values "
+                      "(element by element) and lets the Transposes around it cancel",
     # The precision pass: why a node runs in the dtype it runs in ({keeps}: "keeps <dtype>", or
     # "keeps its dtype" for a dtype the pass does not lower; {head}: "gray", or "gray (<rule>)").
     "precision.earlier_cast": "inserted by the precision pass",

@@ -41,9 +41,11 @@ class LaidOut:
     source: str
     target: str
     transposed_back: bool
+    twin: str = ""  # the input text of the target-layout output the Transpose back reads ("" where none)
+    perm_out: str = ""  # the name of the Const holding the permutation back
 
 
-def _dtype(node, arg) -> int:
+def dtype_of(node, arg) -> int:
     """The dtype of one OpDef arg of `node`: fixed, or the type attr's value (None if unresolved)."""
     if arg.type != types_pb2.DT_INVALID:
         return arg.type
@@ -61,7 +63,7 @@ def resolvable(node) -> bool:
     ports = [op_def.input_arg[i] for i in layout.tensors + layout.vectors] + list(op_def.output_arg)
     if any(arg.number_attr or arg.type_list_attr for arg in op_def.output_arg):
         return False  # the rewrite names outputs one per arg
-    return all(_dtype(node, arg) is not None for arg in ports)
+    return all(dtype_of(node, arg) is not None for arg in ports)
 
 
 def first_activation(node) -> str:
@@ -100,12 +102,12 @@ def lay_out(node, ref: Callable[[str, str, int], str], taken: Callable[[str], bo
     perm_in_name = _const(added, fresh("perm_in"), perm_in, device, controls_of_consts)
     inputs = list(data)
     for index in layout.tensors:
-        dtype = _dtype(node, op_def.input_arg[index])
+        dtype = dtype_of(node, op_def.input_arg[index])
         added.append(_node(fresh(f"input_{index}"), "Transpose", [data[index], ref(perm_in_name, "output", 0)],
                            device, T=_type(dtype), Tperm=_type(types_pb2.DT_INT32)))
         inputs[index] = ref(added[-1].name, "y", 0)
     for index in layout.vectors:
-        dtype = _dtype(node, op_def.input_arg[index])
+        dtype = dtype_of(node, op_def.input_arg[index])
         added.append(_node(fresh(f"input_{index}"), "DataFormatVecPermute", [data[index]], device,
                            T=_type(dtype), src_format=attr_value_pb2.AttrValue(s=source),
                            dst_format=attr_value_pb2.AttrValue(s=target)))
@@ -133,19 +135,34 @@ def lay_out(node, ref: Callable[[str, str, int], str], taken: Callable[[str], bo
     added.append(running)
     perm_out_name = _const(added, fresh("perm_out"), perm_out, device, controls_of_consts, before=running)
     outputs = op_def.output_arg
-    transpose = dict(T=_type(_dtype(node, outputs[0])), Tperm=_type(types_pb2.DT_INT32))
+    transpose = dict(T=_type(dtype_of(node, outputs[0])), Tperm=_type(types_pb2.DT_INT32))
     back_input = [ref(running.name, outputs[0].name, 0), ref(perm_out_name, "output", 0)]
     if len(outputs) == 1:
-        back = _node(node.name, "Transpose", back_input, device, **transpose)
-        return LaidOut(node.op, added, back, source.decode(), target.decode(), transposed_back=True)
+        back = transpose_node(node.name, *back_input, device, dtype_of(node, outputs[0]))
+        return LaidOut(node.op, added, back, source.decode(), target.decode(), transposed_back=True,
+                       twin=back_input[0], perm_out=perm_out_name)
     # Several outputs (a batch norm's statistics, which have no layout): O becomes an IdentityN of the
     # transposed activation and the other outputs as they are, port for port.
     added.append(_node(fresh("output_0"), "Transpose", back_input, device, **transpose))
     types = attr_value_pb2.AttrValue()
-    types.list.type.extend(_dtype(node, arg) for arg in outputs)
+    types.list.type.extend(dtype_of(node, arg) for arg in outputs)
     back = _node(node.name, "IdentityN", [ref(added[-1].name, "y", 0)] +
                  [ref(running.name, arg.name, port) for port, arg in enumerate(outputs) if port], device, T=types)
-    return LaidOut(node.op, added, back, source.decode(), target.decode(), transposed_back=True)
+    return LaidOut(node.op, added, back, source.decode(), target.decode(), transposed_back=True,
+                   twin=back_input[0], perm_out=perm_out_name)
+
+
+def transpose_node(name: str, tensor: str, perm: str, device: str, dtype: int) -> node_def_pb2.NodeDef:
+    """A Transpose of `tensor` (of `dtype`) by the int32 permutation `perm` (input texts)."""
+    return _node(name, "Transpose", [tensor, perm], device, T=_type(dtype), Tperm=_type(types_pb2.DT_INT32))
+
+
+def perm_const(name: str, rank: int, device: str, anchor: str) -> node_def_pb2.NodeDef:
+    """The int32 Const of the permutation from the target layout of `rank` dimensions back to the source
+    layout, with a control input from `anchor` (its frame's node)."""
+    added: list = []
+    _const(added, name, next(back for _, _, to, back in FORMATS.values() if len(to) == rank), device, [f"^{anchor}"])
+    return added[0]
 
 
 def _type(dtype: int) -> attr_value_pb2.AttrValue:
