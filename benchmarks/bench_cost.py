@@ -18,7 +18,10 @@ float16 rounding), each with the same session options on both sides:
    - first step (bench_first_step.first_step): fresh Sessions, plain and simulated interleaved, best of
      --rounds, the variables' initializer run before and not counted; target simulated <= 1.3x plain;
      beside it (column cpu) the ratio of the process's CPU seconds of the step, lowest of the rounds,
-     which another job on the machine moves less than the wall time;
+     which another job on the machine moves less than the wall time; column floor: the first step with the
+     partition pass alone (sim_passes=partition) over plain, what the GeOps cost by themselves (instantiating
+     their bodies, Grappler over a graph with a function library); column rewrite: the seconds NpuOptimizer's
+     Python entry took in the simulated first step (the rewrite and its checks);
    - steady step (bench_speed.session_ratios): two Sessions, two warm-up steps each, then interleaved
      steps; per round the median step of simulated over plain; the median of the rounds (and their
      range); target <= 1.10x.
@@ -87,6 +90,7 @@ def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int 
     import bench_first_step
     import bench_speed
     from npu_sim_bridge.testing import zoo
+    from npu_sim_bridge.testing.grappler import EntryCallLog
 
     builders = zoo.sweep_builders()
     if name not in builders:
@@ -98,19 +102,24 @@ def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int 
         row["plain"] = f"NpuOptimizer sim_passes=none ({PLAIN_NEEDS_LAYOUT[name]})"
     for setting in settings:
         configs = session_configs(setting, layout_plain=name in PLAIN_NEEDS_LAYOUT)
-        best = {kind: math.inf for kind in ("plain", "simulated")}
+        best = {kind: math.inf for kind in configs}
         cpu = {kind: [] for kind in best}  # the process's CPU seconds of each first step (load moves them less)
+        entry = {}  # NpuOptimizer's Python entry (the rewrite) in the best round of each kind
         for _ in range(rounds):
             for kind, proto in configs.items():
-                if kind not in best:
-                    continue
-                seconds = bench_first_step.first_step(model, kind, feed, proto=proto, cpu=cpu[kind])[0]
-                best[kind] = min(best[kind], seconds)
+                with EntryCallLog() as calls:
+                    seconds = bench_first_step.first_step(model, kind, feed, proto=proto, cpu=cpu[kind])[0]
+                if seconds < best[kind]:
+                    best[kind], entry[kind] = seconds, sum(call_seconds for _item, call_seconds in calls.calls)
         ratios = bench_speed.session_ratios(model, configs, steady_rounds, steady_steps)
         row[setting] = {
             "first_plain_s": best["plain"], "first_simulated_s": best["simulated"],
             "first": best["simulated"] / best["plain"],
             "first_cpu": min(cpu["simulated"]) / min(cpu["plain"]),
+            # the first step with the partition pass alone: TensorFlow's function machinery (instantiating the
+            # GeOp bodies, Grappler over a graph with a library) and the pipeline's fixed cost, without float16
+            "first_geop_floor": best["geop_floor"] / best["plain"],
+            "first_rewrite_s": entry.get("simulated", 0.0) - entry.get("plain", 0.0),
             "steady_plain_ms": statistics.median(ratios["plain_ms"]),
             "steady": statistics.median(ratios["simulated"]),
             "steady_range": [min(ratios["simulated"]), max(ratios["simulated"])],
@@ -209,7 +218,7 @@ def verdict(value: float, target: float, at_most: bool = True) -> str:
 
 
 MODEL_HEAD = (f"{'model':<20} {'nodes':>6}  {'configuration':<17} {'first plain':>11} {'simulated':>10} {'ratio':>7} "
-              f"{'<=1.30x':>8} {'cpu':>6}  {'steady plain':>12} {'ratio (range)':>20} {'<=1.10x':>8} {'GeOp floor':>10}")
+              f"{'<=1.30x':>8} {'cpu':>6} {'floor':>6} {'rewrite':>8}  {'steady plain':>12} {'ratio (range)':>20} {'<=1.10x':>8} {'GeOp floor':>10}")
 
 
 def model_table(rows: list[dict]) -> str:
@@ -233,7 +242,8 @@ def model_lines(row: dict) -> list[str]:
         lines.append(
             f"{start} {figures['first_plain_s']:>9.2f} s {figures['first_simulated_s']:>8.2f} s "
             f"{figures['first']:>6.2f}x {verdict(figures['first'], TARGETS['first']):>8} "
-            f"{figures.get('first_cpu', math.nan):>5.2f}x  "
+            f"{figures.get('first_cpu', math.nan):>5.2f}x {figures.get('first_geop_floor', math.nan):>5.2f}x "
+            f"{figures.get('first_rewrite_s', math.nan):>6.2f} s  "
             f"{figures['steady_plain_ms']:>9.1f} ms {figures['steady']:>6.2f}x ({low:.2f}-{high:.2f}) "
             f"{verdict(figures['steady'], TARGETS['steady']):>8} {figures.get('steady_geop_floor', math.nan):>9.2f}x")
     return lines
