@@ -6,9 +6,10 @@ The partition pass cuts a model into GeOps: a laid-out op in a GeOp body often f
 result back to the source layout and the graph transposes it to the target layout again. Here, where
 a result of a body (a function whose every caller is a node of the graph) has a twin (chains.py), and
 a reader of that output in the graph is an input Transpose of a laid-out op or an op that can follow,
-the body returns the twin instead, and each caller gets, under <caller>/npu_sim_layout/output_<k>,
-the Transpose of that output back to the source layout: the graph's readers read it, and it is the
-twin of the output for the graph's second step, which cancels and follows through it. The function's
+the body returns the twin instead, and each caller gets, under <op>/npu_sim_layout/result (<op>: the
+body's node the result was), the Transpose of that output back to the source layout: the graph's
+readers read it, and it is the twin of the output for the graph's second step, which cancels and
+follows through it. The function's
 signature is unchanged (a result's dtype is the same in either layout); the Transpose back that the
 body no longer returns is pruned there when nothing else reads it.
 """
@@ -44,9 +45,10 @@ def export_results(graph: chains.Scope, bodies: dict[str, tuple[function_pb2.Fun
             twin = body.twin(function.ret[arg.name])
             if twin is None or not any(_wanted(graph, readers, caller, port) for caller in callers[function_name]):
                 continue
+            source = function.ret[arg.name].split(":", 1)[0]
             function.ret[arg.name] = twin.tensor
             for caller in callers[function_name]:
-                _transpose_back(graph, readers, caller, port, twin.rank)
+                _transpose_back(graph, readers, caller, port, twin.rank, source)
             exported += 1
     return exported
 
@@ -63,11 +65,12 @@ def _wanted(graph: chains.Scope, readers, caller: str, port: int) -> bool:
         for reader, position in readers.get(caller, []))
 
 
-def _transpose_back(graph: chains.Scope, readers, caller: str, port: int, rank: int) -> None:
-    """Under <caller>/npu_sim_layout/output_<port>: the source-layout value of the output, for the readers."""
+def _transpose_back(graph: chains.Scope, readers, caller: str, port: int, rank: int, source: str) -> None:
+    """Under <source>/npu_sim_layout/result (`source`: the body's node the result was; GeOp names count the
+    process's graphs): the source-layout value of the output, for the readers."""
     node = graph.nodes[caller]
-    const = _fresh(graph, f"{caller}/{SCOPE}/perm_out_{port}")
-    back = _fresh(graph, f"{caller}/{SCOPE}/output_{port}")
+    const = _fresh(graph, f"{source}/{SCOPE}/perm_result")
+    back = _fresh(graph, f"{source}/{SCOPE}/result")
     graph.nodes[const] = perm_const(const, rank, node.device, caller)
     graph.nodes[back] = transpose_node(back, f"{caller}:{port}", const, node.device, node.attr["Tout"].list.type[port])
     graph.added.extend([const, back])

@@ -27,7 +27,7 @@ from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.layout import boundary, chains
-from npu_sim_bridge.passes.layout.rewrite import LaidOut, first_activation, lay_out, resolvable
+from npu_sim_bridge.passes.layout.rewrite import SCOPE, LaidOut, first_activation, lay_out, resolvable
 from npu_sim_bridge.passes.layout.ops import OPS, source_format
 from npu_sim_bridge.report.reasons import Reason
 
@@ -287,7 +287,7 @@ def _record_all(report, function: str, laid: list[LaidOut], scope: chains.Scope)
             const = scope.nodes[name].input[1]
             for added, what in ((const, f"permutation back to {source}"), (name, f"Transpose back to {source}")):
                 report.nodes.add(added, scope.nodes[added].op, reasons=Reason("layout.inserted", {
-                    "what": what, "source": _producer_name(twin.tensor), "target": target_format}))
+                    "what": what, "source": name.split(f"/{SCOPE}/")[0], "target": target_format}))
 
 
 def _producer_name(text: str) -> str:
