@@ -118,8 +118,10 @@ def _train(config, build):
     return [float(value).hex() for value in losses], transposes, stats
 
 
-@pytest.mark.parametrize("precision, build", [("force_fp32", _small_run), ("allow_mix_precision", _small_run),
-                                              ("allow_mix_precision", _cnn_run)], ids=["fp32-small", "mix-small", "mix-cnn"])
+CASES = [("force_fp32", _small_run), ("allow_mix_precision", _small_run), ("allow_mix_precision", _cnn_run)]
+
+
+@pytest.mark.parametrize("precision, build", CASES, ids=["fp32-small", "mix-small", "mix-cnn"])
 def test_training_gives_the_first_steps_loss_bits_with_fewer_transposes(precision, build, monkeypatch):
     config = npu_config(precision_mode=precision)
     losses, transposes, stats = _train(config, build)

@@ -6,6 +6,10 @@ this pass after every other, whatever `sim_passes` selects: fusion, placement, p
 decide on the graph as the script built it (as on the NPU, where the ops stay NCHW), and only then is
 each such op placed on a CPU device laid out (rewrite.py) wherever it ended: in the graph, or in a
 function body of its library (the GeOp bodies the partition pass made, a while loop's body, ...).
+A second step (chains.py) then keeps chains of laid-out ops in the target layout: the Transposes
+between them cancel, element-wise ops between them follow into that layout, a GeOp body returns such
+a result in it where its caller's graph would transpose it again (boundary.py), and a body keeps no
+Transpose nothing reads (TensorFlow runs every node of a function body; a graph is pruned to its fetches).
 
 Which device: the node's own (Grappler hands a Session's graph placed, and the GeOp bodies keep their
 members' devices); a body node without one runs where the nodes calling its function run. Nodes on a
@@ -277,8 +281,6 @@ def _record_all(report, function: str, laid: list[LaidOut], scope: chains.Scope)
         if running not in report.nodes:
             report.nodes.add(running, node.op, reasons=Reason("layout.inserted", {
                 "what": f"{target[twin.rank]} form", "source": name, "target": target[twin.rank]}))
-
-
     formats = {4: ("NCHW", "NHWC"), 5: ("NCDHW", "NDHWC")}
     for name in scope.added:  # a caller's Transposes back of a result a body returns in the target layout
         twin = scope.twins.get(name)
