@@ -98,11 +98,13 @@ def measure(name: str, setting: str, steps: int, rounds: int) -> None:
     times = timed(sessions, rounds, steps)
     for sess, _, _ in sessions.values():
         sess.close()
-    print(f"\n{name}, {setting}: kernels per step and their summed us, by op type (largest differences first)")
+    print(f"\n{name}, {setting}: kernels per step and their summed us, by op type (largest count, then time, differences first)")
     print(f"  {'op type':<34}" + "".join(f" {kind + ' n':>14} {'us':>7}" for kind in KINDS))
     ops = set().union(*(counts for counts, _ in profiles.values()))
     plain_micros = profiles["plain"][1]
-    for op in sorted(ops, key=lambda o: -abs(profiles["simulated"][1][o] - plain_micros[o]))[:16]:
+    plain_counts = profiles["plain"][0]
+    for op in sorted(ops, key=lambda o: (-abs(profiles["simulated"][0][o] - plain_counts[o]),
+                                         -abs(profiles["simulated"][1][o] - plain_micros[o])))[:16]:
         print(f"  {op:<34}" + "".join(f" {profiles[kind][0][op]:14.0f} {profiles[kind][1][op]:7.0f}"
                                       for kind in KINDS))
     print(f"  {'all kernels':<34}" + "".join(f" {sum(profiles[kind][0].values()):14.0f} "

@@ -208,7 +208,11 @@ def _lay_out_body(function: function_pb2.FunctionDef, found: list[int], call_dev
 
 
 def _store_body(function: function_pb2.FunctionDef, scope: chains.Scope, laid: list[LaidOut]) -> None:
-    """Prune what nothing reads (TensorFlow runs every node of a body) and write the body's nodes back."""
+    """Prune what nothing reads (TensorFlow runs every node of a body) and write the body's nodes back; a
+    result that is a laid-out batch norm's statistic is returned where its IdentityN reads it."""
+    forwarded = {key: scope.forwards[text] for key, text in function.ret.items() if text in scope.forwards}
+    for key, text in forwarded.items():  # set after the read: a map must not change while it is iterated
+        function.ret[key] = text
     results = {_producer_name(text) for text in function.ret.values()}
     chains.prune(scope, scope.inserted | set(scope.followed) | {done.replacement.name for done in laid},
                  results | set(function.control_ret.values()))
