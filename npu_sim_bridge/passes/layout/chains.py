@@ -34,10 +34,14 @@ from npu_sim_bridge.passes.layout.rewrite import SCOPE, dtype_of, transpose_node
 
 # Element-wise ops that follow a laid-out op into the target layout: op -> the data input ports that carry
 # activations (every one needs a twin). BiasAdd's bias is per channel and follows with its data_format.
-_UNARY = ("Relu", "Relu6", "Elu", "Selu", "LeakyRelu", "Sigmoid", "Tanh", "Softplus", "Softsign", "Identity",
-          "Snapshot", "Cast", "Neg", "Abs", "Square", "Sqrt", "Rsqrt", "Exp", "NpuSimRoundToFloat16")
-_BINARY = ("ReluGrad", "Relu6Grad", "EluGrad", "SeluGrad", "LeakyReluGrad", "SigmoidGrad", "TanhGrad",
-           "Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "SquaredDifference")
+# Only ops made of correctly rounded operations (compare, select, add, multiply, divide, square root, a
+# Cast): a kernel's vector loop and its scalar tail give one element the same bits, wherever the layout
+# puts it. Transcendental ones (Exp, Tanh, Sigmoid, Elu, Rsqrt, ...) and gradients Eigen may compute
+# with fused multiply-adds in the vector loop only (SigmoidGrad, TanhGrad) stay where they are.
+_UNARY = ("Relu", "Relu6", "LeakyRelu", "Identity", "Snapshot", "Cast", "Neg", "Abs", "Square", "Sqrt",
+          "NpuSimRoundToFloat16")
+_BINARY = ("ReluGrad", "Relu6Grad", "LeakyReluGrad", "Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum",
+           "Minimum", "SquaredDifference")
 FOLLOWS: dict[str, tuple[int, ...] | None] = {
     **{op: (0,) for op in _UNARY}, **{op: (0, 1) for op in _BINARY},
     "AddN": None,  # every input
