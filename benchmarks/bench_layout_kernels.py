@@ -7,6 +7,9 @@ op type, the kernels each Session runs per step and their summed microseconds; t
 step's wall time and the process's CPU time per step with the Sessions interleaved step by step (the
 machine is shared: the CPU time and the kernel counts move less with the load than the wall time).
 
+`--first-step-only` switches the layout's second step off (passes/layout/chains.py and boundary.py: every
+laid-out op between its own Transposes, as before that step), for a before/after in one tree.
+
 Run:  python benchmarks/bench_layout_kernels.py [--model cnn_channels_first] [--steps 20] [--rounds 5]
 """
 
@@ -125,7 +128,15 @@ def main() -> None:
                         help="comma-separated configurations: user, npu_config_proto")
     parser.add_argument("--steps", type=int, default=20, help="traced steps, and steps per timed round")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds")
+    parser.add_argument("--first-step-only", action="store_true",
+                        help="switch the CPU layout's second step off (cancel, follow, results across calls)")
     args = parser.parse_args()
+    if args.first_step_only:
+        from npu_sim_bridge.passes.layout import boundary, chains
+
+        chains.chain = lambda scope: None
+        boundary.export_results = lambda graph, bodies, library: 0
+        print("the CPU layout's first step only")
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     for setting in args.settings.split(","):
         measure(args.model, setting, args.steps, args.rounds)
