@@ -20,7 +20,7 @@ TO_TARGET, TO_SOURCE = [0, 2, 3, 1], [0, 3, 1, 2]
 
 
 def _net():
-    """A small NCHW conv net: conv + bias + relu, max pool, conv + relu, mean; SGD on a squared loss."""
+    """A small NCHW conv net: conv + bias + relu, max pool, relu6, conv + relu, mean; SGD on a squared loss."""
     graph = tf.Graph()
     with graph.as_default():
         images = _v1.placeholder(tf.float32, [2, 3, 8, 8], name="images")
@@ -30,7 +30,7 @@ def _net():
         bias = _v1.get_variable("bias", initializer=tf.constant(rng.standard_normal(4).astype(np.float32)))
         x = tf.nn.conv2d(images, k1, 1, "SAME", data_format="NCHW")
         x = tf.nn.relu(tf.nn.bias_add(x, bias, data_format="NCHW"))
-        x = tf.nn.max_pool2d(x, 2, 2, "SAME", data_format="NCHW")
+        x = tf.nn.relu6(tf.nn.max_pool2d(x, 2, 2, "SAME", data_format="NCHW"), name="between")
         x = tf.nn.relu(tf.nn.conv2d(x, k2, 1, "SAME", data_format="NCHW"))
         loss = tf.reduce_mean(tf.square(tf.reduce_mean(x, axis=[2, 3]) - 1.0))
         train = _v1.train.GradientDescentOptimizer(0.1).minimize(loss)
@@ -89,24 +89,27 @@ def test_laid_out_graph_and_bodies_hold_no_transpose_pair_that_cancels(mix, monk
 
 def _small_run():
     graph, images, loss, train, init = _net()
-    return graph, loss, train, init, lambda rng: {images: rng.random((2, 3, 8, 8), dtype=np.float32)}
+    return graph, loss, train, init, lambda rng: {images: rng.random((2, 3, 8, 8), dtype=np.float32)}, "between:0"
 
 
 def _cnn_run():
     """testing/channels_first.cnn: 2D and 3D ops, batch norms; without mix_compile_mode its gradients run
     outside the GeOp, reading the GeOp's results."""
     model = channels_first.cnn("channels_first")
-    return model.graph, model.loss, model.train_op, model.init_op, model.feed
+    return model.graph, model.loss, model.train_op, model.init_op, model.feed, "Relu:0"
 
 
 def _train(config, build):
-    """Losses of STEPS + 1 steps, the Transpose kernels one traced step runs, and the layout's stats."""
-    graph, loss, train, init, feed = build()
+    """Losses of STEPS + 1 steps with a fetched channels-first activation of each (an op that follows into
+    the target layout: its name still gives the source layout), the Transpose kernels one traced step
+    runs, and the layout's stats."""
+    graph, loss, train, init, feed, fetched = build()
+    activation = graph.get_tensor_by_name(fetched)
     feeds = [feed(np.random.default_rng(step)) for step in range(STEPS + 1)]
     npu_sim_bridge.clear_reports()
     with _v1.Session(graph=graph, config=config) as sess:
         sess.run(init)
-        losses = [sess.run([loss, train], values)[0] for values in feeds]
+        runs = [sess.run([loss, activation, train], values)[:2] for values in feeds]
         metadata = _v1.RunMetadata()
         sess.run(train, feeds[0], options=_v1.RunOptions(trace_level=_v1.RunOptions.FULL_TRACE),
                  run_metadata=metadata)
@@ -115,7 +118,10 @@ def _train(config, build):
     report = max((r for r in npu_sim_bridge.recent_reports() if r.item_id == "tf_graph" and not r.rerun),
                  key=lambda r: r.nodes_before)
     stats = next(p for p in report.passes if p.name == "layout").stats
-    return [float(value).hex() for value in losses], transposes, stats
+    follows = [r.code for r in report.nodes[activation.op.name].reasons if r.code == "layout.follows"]
+    assert follows or not stats.get("ops_following")  # the fetched op ran channels-last (second step on)
+    assert all(value.shape == tuple(activation.shape) for _, value in runs)  # NCHW, as built
+    return [(float(value).hex(), values.tobytes()) for value, values in runs], transposes, stats
 
 
 CASES = [("force_fp32", _small_run), ("allow_mix_precision", _small_run), ("allow_mix_precision", _cnn_run)]
@@ -130,6 +136,6 @@ def test_training_gives_the_first_steps_loss_bits_with_fewer_transposes(precisio
         assert stats["results_exported"] > 0
     _without_second_step(monkeypatch)
     reference, reference_transposes, _ = _train(config, build)
-    assert losses == reference
-    assert losses[0] != losses[-1]  # the steps trained
+    assert losses == reference  # the losses and the fetched activations, bit for bit
+    assert losses[0][0] != losses[-1][0]  # the steps trained
     assert transposes < reference_transposes
