@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import npu_sim_bridge
 from npu_sim_bridge.config import from_dict
+from npu_sim_bridge.dumps import find_dumps
 from npu_sim_bridge.passes import run_pipeline
 from npu_sim_bridge.passes.layout import boundary, chains
 from npu_sim_bridge.testing import channels_first
@@ -139,3 +140,24 @@ def test_training_gives_the_first_steps_loss_bits_with_fewer_transposes(precisio
     assert losses == reference  # the losses and the fetched activations, bit for bit
     assert losses[0][0] != losses[-1][0]  # the steps trained
     assert transposes < reference_transposes
+
+
+def _dumped(tmp_path, name):
+    """{(op, io, slot): bytes and shape} of every tensor the training step's dump wrote at step 0."""
+    graph, loss, train, init, feed, _ = _small_run()
+    folder = tmp_path / name
+    folder.mkdir()
+    config = npu_config(precision_mode="allow_mix_precision", enable_dump=True, dump_path=str(folder),
+                        dump_step="0")
+    with _v1.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        sess.run([loss, train], feed(np.random.default_rng(0)))
+    dump = max(find_dumps(str(folder)), key=lambda found: len(found.tensors))
+    return {(t["op"], t["io"], t["slot"]): (dump.load(0, t).shape, dump.load(0, t).tobytes()) for t in dump.tensors}
+
+
+def test_dumps_hold_the_same_tensors_in_the_source_layout(tmp_path, monkeypatch):
+    dumped = _dumped(tmp_path, "second_step")
+    assert ("between", "output", 0) in dumped
+    _without_second_step(monkeypatch)
+    assert dumped == _dumped(tmp_path, "first_step_only")
