@@ -1,5 +1,5 @@
 """The CPU layout's second step: no Transpose pair that cancels is left, in the graph or a GeOp body, and
-training gives the same loss bits as the first step alone."""
+training gives the same loss bits, fetched activations and dumps as the first step alone."""
 
 import numpy as np
 import pytest

@@ -59,9 +59,11 @@ def _reads(text: str, caller: str, port: int) -> bool:
 
 def _wanted(graph: chains.Scope, readers, caller: str, port: int) -> bool:
     """Whether a data reader of output `port` of `caller` would read a twin (an input Transpose, or an op
-    that can follow)."""
+    that can follow and that a reader would read a twin of in turn: not a fetched op alone)."""
+    memo: dict[str, bool] = {}
     return any(_reads(graph.nodes[reader].input[position], caller, port) and (
-        chains.is_input_transpose(graph, reader) or chains.can_follow(graph, graph.nodes[reader]))
+        chains.is_input_transpose(graph, reader) or (chains.can_follow(graph, graph.nodes[reader])
+                                                     and chains.wanted(graph, readers, reader, memo)))
         for reader, position in readers.get(caller, []))
 
 

@@ -133,7 +133,7 @@ def can_follow(scope: Scope, node) -> bool:
             and dtype_of(node, op_def.output_arg[0]) is not None)
 
 
-def _wanted(scope: Scope, readers, name: str, memo: dict[str, bool]) -> bool:
+def wanted(scope: Scope, readers, name: str, memo: dict[str, bool]) -> bool:
     """Whether some data reader of `name`'s output would read its twin: an input Transpose, or
     (transitively) an op that can follow."""
     if name not in memo:
@@ -141,7 +141,7 @@ def _wanted(scope: Scope, readers, name: str, memo: dict[str, bool]) -> bool:
         memo[name] = any(
             not scope.nodes[reader].input[position].startswith("^") and (
                 is_input_transpose(scope, reader) or (can_follow(scope, scope.nodes[reader])
-                                                       and _wanted(scope, readers, reader, memo)))
+                                                       and wanted(scope, readers, reader, memo)))
             for reader, position in readers.get(name, []))
     return memo[name]
 
@@ -255,7 +255,7 @@ def chain(scope: Scope) -> None:
             if not can_follow(scope, node):
                 continue
             twins = _twin_inputs(scope, node)
-            if twins is not None and _wanted(scope, readers, name, memo):
+            if twins is not None and wanted(scope, readers, name, memo):
                 _follow(scope, readers, name, twins)
                 readers[scope.added[-1]] = [(name, 0)]
                 changed = True
