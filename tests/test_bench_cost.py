@@ -17,8 +17,10 @@ def test_one_small_model_gives_a_first_and_a_steady_ratio_and_the_table_names_bo
     row = bench.model_row("user_cond_mlp", settings=("user",), rounds=1, steady_rounds=1, steady_steps=3)
     figures = row["user"]
     for key in ("first", "first_cpu", "steady", "first_plain_s", "first_simulated_s", "steady_plain_ms",
-                "steady_geop_floor"):
+                "steady_geop_floor", "first_geop_floor", "first_rewrite_s"):
         assert math.isfinite(figures[key]) and figures[key] > 0, (key, figures)
+    # the rewrite ran inside the simulated first step, so it is part of that step's extra seconds
+    assert figures["first_rewrite_s"] < figures["first_simulated_s"]
     assert row["nodes"] > 0
     table = bench.model_table([row])
     (user_line,) = [line for line in table.splitlines() if " user " in line]
@@ -45,3 +47,16 @@ def test_an_unknown_model_or_configuration_is_named(bench):
         bench.model_row("NoSuchNet")
     with pytest.raises(ValueError, match="unknown configuration 'gpu'"):
         bench.session_configs("gpu")
+
+
+def test_the_allreduce_table_puts_each_bandwidth_beside_its_cpu_bound_ceiling(bench):
+    figures = {"user": {64: 300.0}, "npu_config_proto": {64: 250.0}, "floor": {64: 1000.0},
+               "ceiling": {"user": {64: 400.0}, "npu_config_proto": {64: 500.0}},
+               "cpu ms per MiB": {"user": {64: 2.5}, "npu_config_proto": {64: 2.0}},
+               "floor cpu ms per MiB": {64: 0.6}}
+    lines = bench.allreduce_table(figures).splitlines()
+    (user_line,) = [line for line in lines if line.startswith("user ")]
+    (other_line,) = [line for line in lines if line.startswith("npu_config_proto ")]
+    assert "0.75x" in user_line and "2.50" in user_line and "0.60" in user_line  # 300 of a 400 MB/s ceiling
+    assert "0.50x" in other_line and "NOT MET" in other_line
+    assert "CPU ceiling" in lines[0] and any("cores" in line for line in lines)
