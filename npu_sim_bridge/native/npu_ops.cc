@@ -215,11 +215,6 @@ class RoundToFloat16Op : public OpKernel {
  public:
   explicit RoundToFloat16Op(OpKernelConstruction* context) : OpKernel(context) {}
 
-  // The executor hands an "expensive" kernel to the inter-op pool, a thread hop per run (for as long
-  // as its measured cost stays above a few thousand cycles): a rounding of a small tensor runs on the
-  // thread that made it ready instead, and a large one shards itself (below).
-  bool IsExpensive() override { return false; }
-
   void Compute(OpKernelContext* context) override {
     const Tensor& x = context->input(0);
     Tensor* y = nullptr;
