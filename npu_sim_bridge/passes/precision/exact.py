@@ -30,7 +30,8 @@ MAX_DEPTH = 8  # ops moved through, from the consumer back to the constant
 ALWAYS_FLOAT16 = frozenset({"ZerosLike", "OnesLike", ROUND_OP})
 # Ops that give only values of their input `position` (the others are shapes, indices, sizes).
 MOVES_INPUT = {"Identity": 0, "Snapshot": 0, "StopGradient": 0, "PreventGradient": 0, "Reshape": 0,
-               "ExpandDims": 0, "Squeeze": 0, "BroadcastTo": 0, "Tile": 0, "Fill": 1}
+               "ExpandDims": 0, "Squeeze": 0, "BroadcastTo": 0, "Tile": 0, "Fill": 1,
+               "Enter": 0}  # a while frame's Enter: a loop's start value (a gradient accumulator's zeros)
 # Ops whose every value is one of these inputs' values: OneHot's on_value and off_value (a one-hot label).
 SELECTS_INPUTS = {"OneHot": (2, 3)}
 
