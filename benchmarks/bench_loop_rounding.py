@@ -25,7 +25,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
@@ -60,6 +59,7 @@ def measure(name: str, setting: str, steps: int) -> dict:
     import tensorflow as tf
 
     import bench_cost
+    import bench_speed
     from npu_sim_bridge.testing import zoo
 
     model = zoo.sweep_builders(applications=[])[name]()
@@ -74,14 +74,7 @@ def measure(name: str, setting: str, steps: int) -> dict:
             sess.run(fetch, feed)
         sessions[kind] = sess
     counts = {kind: kernel_counts(sess, fetch, feed) for kind, sess in sessions.items()}
-    wall: dict = {kind: [] for kind in sessions}
-    cpu: dict = {kind: [] for kind in sessions}
-    for _ in range(steps):
-        for kind, sess in sessions.items():
-            began, began_cpu = time.perf_counter(), time.process_time()
-            sess.run(fetch, feed)
-            wall[kind].append(time.perf_counter() - began)
-            cpu[kind].append(time.process_time() - began_cpu)
+    wall, cpu = bench_speed.timed_steps(sessions, fetch, feed, steps)
     for sess in sessions.values():
         sess.close()
     plain_wall, plain_cpu = statistics.median(wall["plain"]), statistics.median(cpu["plain"])

@@ -308,14 +308,7 @@ def model_ratios(sweep, build, remapping: bool, rounds: int, steps: int) -> dict
     ratios: dict[str, list[float]] = {"mixed": [], "mixed_cpu": [], "plain_ms": []}
     try:
         for _ in range(rounds):
-            wall: dict[str, list[float]] = {run: [] for run in sessions}
-            cpu: dict[str, list[float]] = {run: [] for run in sessions}
-            for _ in range(steps):
-                for run, sess in sessions.items():
-                    began, began_cpu = time.perf_counter(), time.process_time()
-                    sess.run(fetch, feed)
-                    wall[run].append(time.perf_counter() - began)
-                    cpu[run].append(time.process_time() - began_cpu)
+            wall, cpu = timed_steps(sessions, fetch, feed, steps)
             ratios["plain_ms"].append(statistics.median(wall["plain"]) * 1000)
             ratios["mixed"].append(statistics.median(wall["mixed"]) / statistics.median(wall["plain"]))
             ratios["mixed_cpu"].append(statistics.median(cpu["mixed"]) / statistics.median(cpu["plain"]))
@@ -323,6 +316,20 @@ def model_ratios(sweep, build, remapping: bool, rounds: int, steps: int) -> dict
         for sess in sessions.values():
             sess.close()
     return ratios
+
+
+def timed_steps(sessions: dict, fetch, feed, steps: int) -> tuple[dict, dict]:
+    """({name: wall seconds per step}, {name: process CPU seconds per step}): `steps` steps of every Session
+    of `sessions` ({name: Session}), taken in turns."""
+    wall: dict[str, list[float]] = {name: [] for name in sessions}
+    cpu: dict[str, list[float]] = {name: [] for name in sessions}
+    for _ in range(steps):
+        for name, sess in sessions.items():
+            began, began_cpu = time.perf_counter(), time.process_time()
+            sess.run(fetch, feed)
+            wall[name].append(time.perf_counter() - began)
+            cpu[name].append(time.process_time() - began_cpu)
+    return wall, cpu
 
 
 def session_ratios(model, configs: dict, rounds: int, steps: int) -> dict[str, list[float]]:
