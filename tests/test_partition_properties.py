@@ -195,6 +195,40 @@ def test_units_of_single_nodes_link_as_the_general_way_does(case):
     assert units.succ == units._links(view, back_edge_sources)
 
 
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(), st.integers(0, 2**16))
+def test_edges_across_segments_are_every_input_between_two_segments(case, seed):
+    """The edges a boundary would cut, for segments drawn at random over the units: every input, in node
+    then input order, whose producer's unit is in another segment (control inputs only where a v1 cond
+    is), loop back edges left out; where every unit is one node they are found through the links."""
+    from array import array
+
+    from npu_sim_bridge.graph import GraphView, topological_order
+    from npu_sim_bridge.graph.control_flow import Frames
+    from npu_sim_bridge.graph.op_categories import NEXT_ITERATION_OPS, SWITCH_OPS
+    from npu_sim_bridge.passes.partition import cluster
+
+    graph, _ = _build(case[0])
+    view = GraphView(graph.as_graph_def())
+    order = topological_order(view)
+    units = cluster._Units(view, order, Frames(view, order), set())
+    segment = array("i", np.random.default_rng(seed).integers(-1, 3, len(units.nodes)).tolist())
+    records = view.records()
+    ops = {name: op for name, op, _ in records}
+    with_control = any(op in SWITCH_OPS for op in ops.values())
+    expected = []
+    for name in order:
+        target = units.of[name]
+        for text in view.input_texts(name):
+            producer, port = parse_input(text)
+            source = units.of.get(producer)
+            if (source is None or source == target or segment[source] == segment[target]
+                    or ops[producer] in NEXT_ITERATION_OPS or (port < 0 and not with_control)):
+                continue
+            expected.append((producer, port, name, source, target))
+    assert units.edges_across(view, segment) == expected
+
+
 def test_a_frame_fed_by_a_node_numbered_after_it_is_ordered_by_kahns_queue():
     """A loop frame is one unit, numbered at its first node; a node outside it that comes later in the
     graph but feeds one of its Enters must come before the whole frame."""

@@ -7,7 +7,9 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy
 
 from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.control_flow import Frames
@@ -98,6 +100,11 @@ class UnitsByPlace:
         """The view drops the places [start, end) (see `GraphView.track_places`)."""
         del self._unit[start:end]
 
+    def columns(self) -> "tuple[Callable[[object], int | None], array]":
+        """(the view's name -> place lookup, the unit per place, -1 for none): `get` without a call per
+        name, for a caller that reads every edge (a place at or past the column's length is no unit)."""
+        return self._place, self._unit
+
     def get(self, name: str, default=None):
         at = self._place(name)
         if at is None or at >= len(self._unit):
@@ -177,6 +184,8 @@ class _Units:
         boundary may not cut, as plain (producer, port, consumer, source unit, target unit) tuples
         (the fields of _Edge), in node order then input order: the order of the violations. Read from
         the view each round, not kept (the rounds do not edit the graph)."""
+        if self.of.__class__ is UnitsByPlace:  # every unit one node, numbered in `names`
+            return self._single_node_edges_across(view, segment)
         unit_of, back_edge_sources, skip_control = self.of, self.back_edge_sources, not self.has_switch
         found = []
         for name in self.names:
@@ -194,6 +203,36 @@ class _Units:
                     if source is None:
                         continue
                 if source == target or segment[source] == placed or producer in back_edge_sources:
+                    continue
+                found.append((producer, port, name, source, target))
+        return found
+
+    def _single_node_edges_across(self, view: GraphView, segment: Sequence[int]) -> list[tuple[str, int, str, int, int]]:
+        """`edges_across` when unit i is node names[i] alone. Every edge it may find is a link of `succ`
+        (the links are the edges between units, back edges left out), so only the consumers with a link
+        from another segment have their inputs read (found in numpy from the links; the rounds of a
+        proposal read every input of the graph otherwise, a tenth of the placement pass). A producer's
+        unit is read from the units' column by place (UnitsByPlace), without a call per edge."""
+        back_edge_sources, skip_control = self.back_edge_sources, not self.has_switch
+        place, column = self.of.columns()
+        count, names, input_texts = len(column), self.names, view.input_texts
+        found = []
+        for target in _targets_across(self.succ, segment):
+            name = names[target]
+            placed = segment[target]
+            for text in input_texts(name):
+                at = place(text)  # most inputs are a port 0 spelled as the producer's name
+                if at is not None:
+                    producer, port = text, 0
+                elif text[0] == "^" and skip_control:
+                    continue
+                else:
+                    producer, port = parse_input(text)
+                    at = place(producer)
+                    if at is None:
+                        continue
+                source = column[at] if at < count else -1
+                if source < 0 or source == target or segment[source] == placed or producer in back_edge_sources:
                     continue
                 found.append((producer, port, name, source, target))
         return found
@@ -235,12 +274,18 @@ class _Units:
     def _single_node_links(self, view: GraphView, order: list[str], back_edge_sources: set[str]) -> Links:
         """`_links` when unit i is node order[i]: a node's consumers are its unit's successors."""
         unit_at = self.of.__getitem__
+        if self.of.__class__ is UnitsByPlace:  # the unit column read by place: no Python call per edge
+            place, column = self.of.columns()
+            unit_at = None
         consumers_of = view.consumers_of
         starts, targets = array("i", bytes(4 * (len(order) + 1))), array("i")  # starts: made at its size
         for source, name in enumerate(order):
             users = consumers_of(name)
             if users and name not in back_edge_sources:
-                found = sorted(set(map(unit_at, users)))  # one per edge in the index: a unit once
+                # one per edge in the index: a unit once (every consumer is a node of `order`, so a unit)
+                found = sorted(set(map(unit_at, users) if unit_at else map(column.__getitem__, map(place, users))))
+                if found[0] < 0:
+                    raise KeyError(f"a consumer of {name!r} is not a unit")
                 if name in users:  # as in _links, a unit is not its own successor
                     found.remove(source)
                 targets.extend(found)
@@ -273,3 +318,12 @@ class _Units:
                     heapq.heappush(heap, user)
         stuck = [u for u in range(count) if pending[u] > 0]
         return order, stuck
+
+
+def _targets_across(succ: "Links", segment: Sequence[int]) -> list[int]:
+    """The units, ascending, with a link from a unit of another segment (`segment`: per unit)."""
+    starts = numpy.frombuffer(succ.starts, dtype=numpy.int32)
+    targets = numpy.frombuffer(succ.targets, dtype=numpy.int32)
+    placed = numpy.asarray(segment, dtype=numpy.int32)
+    sources = numpy.repeat(numpy.arange(len(starts) - 1, dtype=numpy.int32), numpy.diff(starts))
+    return numpy.unique(targets[placed[sources] != placed[targets]]).tolist()
