@@ -671,3 +671,19 @@ def test_the_view_lists_consumers_per_edge_without_decoding_its_index():
     assert listed == [("a", ["b", "c"]), ("b", ["c", "c"]), ("ghost", ["d"])]
     view.set_input("c", 0, "a")
     assert list(view.consumers_of("b")) == ["c"] and sorted(view.consumers_of("a")) == ["b", "c", "c"]
+
+
+def test_ops_of_reads_the_ops_op_reads_across_edits_and_compaction():
+    """ops_of gives, in one list, what op gives for each name: after set_op, an added node and a
+    compaction that moves the places; a name no node has is refused."""
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Relu" input: "c:0" }'))
+    view.set_op("b", "Tanh")
+    view.add_node(node_def_pb2.NodeDef(name="e", op="Neg", input=["d"]))
+    view.set_input("e", 0, "c")
+    view.remove_node("d")
+    view.compact()
+    names = ["e", "a", "c", "b"]
+    assert view.ops_of(names) == [view.op(name) for name in names] == ["Neg", "Placeholder", "AddV2", "Tanh"]
+    assert view.ops_of(iter(names[:2])) == ["Neg", "Placeholder"]
+    with pytest.raises(KeyError):
+        view.ops_of(["d"])

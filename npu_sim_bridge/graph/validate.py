@@ -80,7 +80,7 @@ def _order_view(view) -> tuple[list[str], list[str]]:
     sweep over the index shows it, with no queue.
     """
     names = view.names()  # and the ops: not view.records(), whose tuples were a tenth of the peak
-    ops = list(map(view.op, names))
+    ops = view.ops_of(names)
     position = new_index(names)
     if _runs_forward(ops, position, view.consumer_index()):
         return names, []
