@@ -78,7 +78,7 @@ class FusionPass(GraphPass):
             roots = rule.root_ops
             if names is None:
                 names = view.graph_order_names()
-                ops = list(map(view.op, names))  # two lists, not a (name, op) tuple per node
+                ops = view.ops_of(names)  # two lists, not a (name, op) tuple per node
             for name in [name for name, op in zip(names, ops) if roots is None or op in roots]:
                 node = view.get(name)
                 match = rule.match(view, name, node) if node is not None else None

@@ -170,7 +170,8 @@ def carry(view: GraphView, proposal: Proposal, journal: EditJournal, is_candidat
             return None
         segments.sort(key=first)
     # The host nodes in GraphDef order, which is their places' (no list of every name).
-    in_order = sorted((name for name in host if name in view), key=view.place)
+    place = view.place_lookup()  # the index's own lookup: no Python call per host node
+    in_order = sorted((name for name in host if place(name) is not None), key=place)
     # A fresh proposal on this graph ends in its first round: nothing to drop, no tied edge.
     return Proposal(host={name: host[name] for name in in_order}, segments=segments,
                     bridges=[], rounds=1, layout=None)

@@ -156,15 +156,18 @@ def _drop_segments(view, units: _Units, segments, host: dict[str, Reason], is_co
     def nodes_of(members):
         return (name for unit in members for name in units.nodes[unit])
 
+    def ops_of(members):
+        return map(view.op, nodes_of(members))
+
     for members in segments:
-        if not any(is_compute(view.op(name)) for name in nodes_of(members)):
+        if not any(map(is_compute, ops_of(members))):
             dropped += 1
             for name in nodes_of(members):
                 host.setdefault(name, trivial)
         elif not sink_all:
             kept.append(members)
     if not sink_all and len(kept) > 1:
-        sizes = [sum(1 for name in nodes_of(members) if is_compute(view.op(name))) for members in kept]
+        sizes = [sum(map(bool, map(is_compute, view.ops_of(nodes_of(members))))) for members in kept]
         largest = max(range(len(kept)), key=lambda i: (sizes[i], -i))
         full_sink = reasons.host("full_sink")
         for index, members in enumerate(kept):

@@ -165,7 +165,7 @@ class _Units:
                 self.frame.append(top if key[0] == "frame" else "")
             self.nodes[unit].append(name)
             self.of[name] = unit
-        ops = list(map(view.op, order))  # not view.records(): its input tuples were a third of the peak
+        ops = view.ops_of(order)  # not view.records(): its input tuples were a third of the peak
         back_edge_sources = {name for name, op in zip(order, ops) if op in NEXT_ITERATION_OPS}
         self.single = len(self.nodes) == len(order)  # every node a unit of its own: unit i is order[i]
         if self.single:

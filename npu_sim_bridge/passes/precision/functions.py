@@ -99,8 +99,9 @@ class LibraryScan:
 
 
 def is_parametrized(fdef) -> bool:
-    args = list(fdef.signature.input_arg) + list(fdef.signature.output_arg)
-    return any(a.type_attr or a.type_list_attr or a.number_attr for a in args)
+    signature = fdef.signature  # (read once: each read of a protobuf field makes a new wrapper)
+    return any(a.type_attr or a.type_list_attr or a.number_attr
+               for args in (signature.input_arg, signature.output_arg) for a in args)
 
 
 class FunctionBody:
