@@ -687,3 +687,17 @@ def test_ops_of_reads_the_ops_op_reads_across_edits_and_compaction():
     assert view.ops_of(iter(names[:2])) == ["Neg", "Placeholder"]
     with pytest.raises(KeyError):
         view.ops_of(["d"])
+
+
+def test_never_had_ops_says_whether_any_node_ever_had_one_of_the_ops():
+    """A graph without any node of the ops is told apart (a pass looking for them skips it); a node
+    added or given the op later counts, and so does one removed since (the answer stays on the safe side)."""
+    view = GraphView(_graph(CHAIN))
+    assert view.never_had_ops({"VariableV2", "Variable"}) and not view.never_had_ops({"Relu", "Variable"})
+    view.add_node(node_def_pb2.NodeDef(name="v", op="VariableV2"))
+    assert not view.never_had_ops({"VariableV2"})
+    view.set_op("b", "Variable")
+    assert not view.never_had_ops({"Variable"})
+    view.remove_node("v")
+    view.compact()
+    assert not view.never_had_ops({"VariableV2"})

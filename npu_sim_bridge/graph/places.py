@@ -119,6 +119,11 @@ class PlaceColumns:
         (the passes that read every node's op read them this way)."""
         return list(map(self._op_names.__getitem__, map(self._op_codes.__getitem__, map(self._at.__getitem__, names))))
 
+    def never_had_ops(self, ops: "Iterable[str]") -> bool:
+        """True when no node the view has held (removed ones included) had one of `ops`: a pass that
+        looks for a rare op can skip the graph (False does not say a live node has one)."""
+        return all(op not in self._op_code_of for op in ops)
+
     def place_or_none(self, name: object) -> "int | None":
         """Node `name`'s place, or None when no live node has that name."""
         return self._at.get(name)

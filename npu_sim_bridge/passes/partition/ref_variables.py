@@ -20,18 +20,19 @@ from npu_sim_bridge.graph.view import GraphView
 
 
 def is_ref_variable(view: GraphView, name: str) -> bool:
-    node = view.get(name)
-    return node is not None and node.op in REF_VARIABLE_OPS
+    return name in view and view.op(name) in REF_VARIABLE_OPS  # the index's op: no NodeDef read
 
 
 def mirror_ref_variables(view: GraphView, segments: list[list[str]]) -> int:
     """Give each segment a copy of every ref variable op it reads; returns the copies made."""
+    if view.never_had_ops(REF_VARIABLE_OPS):  # resource variables only (TF2, Keras): nothing to mirror
+        return 0
     made = 0
     for members in segments:
         inside = set(members)
         copies: dict[str, str] = {}
         for name in list(members):
-            for index, text in enumerate(list(view.input_texts(name))):
+            for index, text in enumerate(view.input_texts(name)):  # a tuple: set_input makes a new one
                 if text.startswith("^"):
                     continue
                 ref = parse_input(text)
