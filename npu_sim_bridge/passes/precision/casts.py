@@ -168,7 +168,7 @@ class Rewriter:
     def apply(self) -> None:
         self._retype()
         view = self.view
-        place = view.place
+        place = view.place_lookup()  # the index's own lookup: no Python call per node (every name is live)
         marked = bytearray(view.place_count())  # by place, not a set of names: a tenth of the peak
         for name, plan in self.plans.items():
             if plan.role not in (FIXED, GRAY, PLUMBING):
