@@ -5,7 +5,8 @@ Each shared library is compiled once per (TensorFlow version, source, flags) int
 per-user cache directory (0700, owned by the user). The shim is loaded with `tf.load_library`, which
 registers `NpuOptimizer` with Grappler's CustomGraphOptimizerRegistry; the op library (npu_ops.cc:
 the adapter's Gelu and FastGelu ops and their gradients) with `tf.load_op_library`, on first use,
-which also gives their Python wrappers.
+which also gives their Python wrappers; the GeOp kernel (geop.cc: NpuSimGeOp, which runs a GeOp's
+body as one single-device function) the same way, when the partition pass first emits one.
 
 Cache location: $NPU_SIM_CACHE_DIR, else $XDG_CACHE_HOME/npu_sim_bridge, else ~/.cache/npu_sim_bridge.
 
@@ -39,6 +40,8 @@ OPS_SOURCE = os.path.join(_HERE, "npu_ops.cc")
 OPS_LIBRARY_NAME = "libnpu_sim_ops.so"
 INDEX_SOURCE = os.path.join(_HERE, "name_index.cc")
 INDEX_LIBRARY_NAME = "libnpu_sim_name_index.so"
+GEOP_SOURCE = os.path.join(_HERE, "geop.cc")
+GEOP_LIBRARY_NAME = "libnpu_sim_geop.so"
 RECORD_SUFFIX = ".record"
 
 logger = logging.getLogger("npu_sim_bridge")
@@ -199,10 +202,10 @@ def build(force: bool = False, source: str = SOURCE, library: str = LIBRARY_NAME
             logger.warning("npu_sim_bridge: rebuilding the native library %s: %s", target, problem)
         compiler = _compiler()
         compile_flags, link_flags = _build_flags()
-        what = {SOURCE: "the NpuOptimizer shim", INDEX_SOURCE: "the name index"}.get(
+        what = {SOURCE: "the NpuOptimizer shim", INDEX_SOURCE: "the name index", GEOP_SOURCE: "the GeOp kernel"}.get(
             source, f"the NPU op library ({os.path.basename(source)})")
         # The compiler's CPU time, measured by benchmarks/bench_native_build.py (wall time grows with load).
-        seconds = {SOURCE: 15, INDEX_SOURCE: 1}.get(source, 11)
+        seconds = {SOURCE: 15, INDEX_SOURCE: 1, GEOP_SOURCE: 17}.get(source, 11)
         print(f"npu_sim_bridge: compiling {what} into {directory} (once per TensorFlow version, about {seconds} s "
               "on an idle core)", file=sys.stderr, flush=True)
         fd, partial = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=directory)
@@ -234,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     print(build(force=args.force))
     print(build(force=args.force, source=INDEX_SOURCE, library=INDEX_LIBRARY_NAME))
     print(build(force=args.force, source=OPS_SOURCE, library=OPS_LIBRARY_NAME))
+    print(build(force=args.force, source=GEOP_SOURCE, library=GEOP_LIBRARY_NAME))
     return 0
 
 

@@ -1,5 +1,5 @@
 """Loads the native libraries once per process and says which are loaded: the NpuOptimizer shim, the name
-index and the NPU op library (their compile into the per-user cache is build.py's).
+index, the NPU op library and the GeOp kernel (their compile into the per-user cache is build.py's).
 
 The low floors (graph/name_index.py, the passes' kernels, the runtime's NPU ops) import this module, which
 imports only build.py and errors.py, so no arrow runs back up from them to the native entry or the pipeline.
@@ -11,11 +11,13 @@ import os
 import threading
 
 from npu_sim_bridge.errors import NativeBuildError
-from npu_sim_bridge.native.build import INDEX_LIBRARY_NAME, INDEX_SOURCE, OPS_LIBRARY_NAME, OPS_SOURCE, build
+from npu_sim_bridge.native.build import (GEOP_LIBRARY_NAME, GEOP_SOURCE, INDEX_LIBRARY_NAME, INDEX_SOURCE,
+                                         OPS_LIBRARY_NAME, OPS_SOURCE, build)
 
 _load_lock = threading.Lock()
 _loaded_path: str | None = None
 _ops_module = None
+_geop_loaded = False
 _shim_dll = None
 _shim_functions: dict = {}
 _name_index_type = None
@@ -116,3 +118,22 @@ def load_npu_ops():
                 f"loading the NPU op library {path} failed: {err}. Rebuild it with "
                 "`python -m npu_sim_bridge.native.build --force`.") from err
         return _ops_module
+
+
+def load_geop_kernel() -> None:
+    """Build (if needed) and load the GeOp kernel library (NpuSimGeOp) once per process."""
+    global _geop_loaded
+    with _load_lock:
+        if _geop_loaded:
+            return
+        import tensorflow as tf
+
+        path = build(source=GEOP_SOURCE, library=GEOP_LIBRARY_NAME)
+        try:
+            tf.load_op_library(path)
+        except Exception as err:  # tf raises NotFoundError or OSError with the loader's text
+            raise NativeBuildError(
+                f"loading the GeOp kernel library {path} failed: {err}. Rebuild it with "
+                "`python -m npu_sim_bridge.native.build --force`, or set "
+                "parameter_map['sim_geop_call'].s = b'partitioned_call'.") from err
+        _geop_loaded = True
