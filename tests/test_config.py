@@ -76,7 +76,7 @@ def test_only_the_documented_keys_act_in_the_simulation():
         "precision_mode", "precision_mode_v2", "modify_mixlist", "mix_compile_mode", "iterations_per_loop",
         "fusion_switch_file", "customize_dtypes", "enable_dump", "dump_path", "dump_step", "dump_mode",
         "enable_dump_debug", "dump_debug_mode", "profiling_mode", "profiling_options", "sim_fp16_execution",
-        "sim_fp16_rounding",
+        "sim_fp16_rounding", "sim_geop_call",
         "sim_report_dir", "sim_ops_info_path", "sim_passes",
     }
 

@@ -269,6 +269,10 @@ _TABLE = (
     Key("sim_fp16_rounding", "s", "auto", allowed=("auto", "kernel", "cast"), acts=True,
         doc="emulated float16 rounding: kernel (one NpuSimRoundToFloat16 op), cast (two Casts), auto: "
             "kernel in a Session, cast in offline rewrites"),
+    Key("sim_geop_call", "s", "auto", allowed=("auto", "kernel", "partitioned_call"), acts=True,
+        doc="how a GeOp runs its body: kernel (NpuSimGeOp: one function on the call's device), "
+            "partitioned_call (TensorFlow's multi-device PartitionedCall), auto: kernel in a Session on "
+            "CPUs for a body that calls no functions"),
     Key("sim_report_dir", "s", "", acts=True,
         doc="directory for the rewrite report (empty: no report)"),
     Key("sim_ops_info_path", "s", "", acts=True,

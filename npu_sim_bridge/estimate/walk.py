@@ -10,8 +10,8 @@ from npu_sim_bridge.estimate.dtypes import FLOAT_TYPES, main_dtype, width, width
 from npu_sim_bridge.estimate.ops import AICPU, CUBE, FREE, HOST, VECTOR, OpCall, Work
 from npu_sim_bridge.graph.attr_names import GEOP_ATTR
 from npu_sim_bridge.graph.names import node_name
+from npu_sim_bridge.graph.op_categories import CALL_OPS
 
-CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 BRANCHES = frozenset({"If", "StatelessIf", "Case", "StatelessCase"})
 LOOPS = frozenset({"While", "StatelessWhile"})
 V1_LOOP = frozenset({"Enter", "Exit", "NextIteration", "LoopCond"})
@@ -112,7 +112,7 @@ class Walker:
 
     def node(self, node, geop, resolver, depth):
         op = node.op
-        if op in CALLS and "f" in node.attr:
+        if op in CALL_OPS and "f" in node.attr:
             self.body(node.attr["f"].func.name, geop, resolver.inputs(node), depth=depth + 1)
             return
         if op in BRANCHES:

@@ -19,7 +19,9 @@ V1_CONTROL_FLOW_OPS = (ENTER_OPS | EXIT_OPS | SWITCH_OPS | MERGE_OPS | NEXT_ITER
 
 # --------------------------------------------------------------------------- functional control flow
 FUNCTIONAL_CONTROL_FLOW_OPS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"})
-CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+GEOP_KERNEL_OP = "NpuSimGeOp"  # a GeOp's call run as one single-device function (native/geop.cc)
+# Ops that call their function attr `f` with inputs Tin and outputs Tout.
+CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall", GEOP_KERNEL_OP})
 # Ops whose func-valued attrs name bodies that run as part of the graph (dataset functions run on
 # the host input pipeline and are not among them).
 CALLING_OPS = FUNCTIONAL_CONTROL_FLOW_OPS | CALL_OPS

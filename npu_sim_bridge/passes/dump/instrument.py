@@ -103,7 +103,8 @@ class Instrumenter:
             if existing.signature.name == fname:
                 self.view.graph_def.library.function[index].CopyFrom(new)
         self.functions[fname] = new
-        self.view.set_op(geop, "StatefulPartitionedCall")
+        if self.view.op(geop) == "PartitionedCall":  # an NpuSimGeOp is stateful already
+            self.view.set_op(geop, "StatefulPartitionedCall")
 
     def _targets(self, bview, order, geop):
         """(dumped, checked): per tensor (tensor, graph dtype, NPU dtype, rank, producer, info) to dump,

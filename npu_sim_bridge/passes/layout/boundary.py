@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from tensorflow.core.framework import function_pb2
 
+from npu_sim_bridge.graph.op_categories import CALL_OPS  # call nodes with a Tout attr
 from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.passes.layout import chains
 from npu_sim_bridge.passes.layout.rewrite import SCOPE, perm_const, transpose_node
 
-_CALLS = ("PartitionedCall", "StatefulPartitionedCall")  # call nodes with a Tout attr
 
 
 def export_results(graph: chains.Scope, bodies: dict[str, tuple[function_pb2.FunctionDef, chains.Scope]],
@@ -39,7 +39,7 @@ def export_results(graph: chains.Scope, bodies: dict[str, tuple[function_pb2.Fun
     exported = 0
     for function_name, (function, body) in bodies.items():
         if function_name in nested or function_name not in callers or any(
-                graph.nodes[caller].op not in _CALLS for caller in callers[function_name]):
+                graph.nodes[caller].op not in CALL_OPS for caller in callers[function_name]):
             continue
         for port, arg in enumerate(function.signature.output_arg):
             twin = body.twin(function.ret[arg.name])

@@ -1,4 +1,15 @@
-"""How Grappler treats a GeOp's body: the call's `config_proto` and the FunctionDef's attributes.
+"""How a GeOp's call runs its body: the call's op, its `config_proto` and the FunctionDef's attributes.
+
+The call's op (sim_geop_call). A PartitionedCall runs its body as a multi-device function: at its
+first run TensorFlow turns the body into a graph, places it, partitions it by device, turns each part
+back into a function and instantiates that; Grappler's function optimizer and XLA's encapsulation
+pass build every call's body once more before that. On ResNet-50 that was most of what the simulated
+first step cost over the plain one. A GeOp's body is one segment of one device, so in a Session on
+CPUs the call is an NpuSimGeOp (native/geop.cc): one single-device function on the call's device,
+with the post-partitioning passes TensorFlow runs on a function's parts (oneDNN's rewrite), so the
+body runs the same kernels and every bit stays the same. A body that calls functions (If, While, a
+nested call), a graph placed on a GPU (the kernel runs on CPUs) and an offline rewrite (its GraphDef
+may run where the simulator's op library is not loaded) keep the PartitionedCall.
 
 A GeOp body's nodes went through a whole Grappler iteration inside the graph that held them, before
 the rewrite; the rewrite adds its Casts and roundings, one per tensor. Grappler has nothing left to do
@@ -21,7 +32,11 @@ from typing import Iterable
 from tensorflow.core.framework import attr_value_pb2, function_pb2
 from tensorflow.core.protobuf import config_pb2
 
+from npu_sim_bridge.errors import NativeBuildError
+from npu_sim_bridge.graph.names import on_gpu
+from npu_sim_bridge.graph.op_categories import GEOP_KERNEL_OP
 from npu_sim_bridge.graph.ports import called_by
+from npu_sim_bridge.native.loader import load_geop_kernel
 
 # Grappler's meta optimizer leaves library functions with this attribute to the callers that
 # instantiate them (tensorflow/core/framework/dataset.h kTFDataFunction).
@@ -49,3 +64,42 @@ def geop_attrs(calls: bool) -> tuple[dict[str, attr_value_pb2.AttrValue], dict[s
     if calls:
         return call, {}
     return call, {LEFT_TO_CALLER_ATTR: attr_value_pb2.AttrValue(b=True)}
+
+
+class KernelCalls:
+    """Which GeOps of one rewrite are NpuSimGeOps (sim_geop_call: kernel, partitioned_call, or auto,
+    the default); the kernel library loads at the first one."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.choice = ctx.options.get("sim_geop_call") or "auto"
+        self.loaded = False
+        if self.choice == "auto" and ctx.item.id == "offline":
+            self.choice = "partitioned_call"
+
+    def wanted(self, calls: bool, device: str) -> bool:
+        """Whether the GeOp of a body that `calls` functions or not, called on `device`, is an NpuSimGeOp."""
+        if self.choice == "partitioned_call" or on_gpu(device) or (calls and self.choice == "auto"):
+            return False
+        if not self.loaded:
+            try:
+                load_geop_kernel()
+            except NativeBuildError as err:
+                if self.choice == "kernel":
+                    raise
+                self.ctx.report.warn(f"sim_geop_call auto: GeOps run as PartitionedCalls (the same values, a "
+                                     f"slower first step) because the GeOp kernel could not be loaded: {err}")
+                self.choice = "partitioned_call"
+                return False
+            self.loaded = True
+        return True
+
+
+def as_kernel_call(view, name: str) -> None:
+    """Turn the GeOp's PartitionedCall `name` in `view` into its NpuSimGeOp (the same inputs, outputs, Tin,
+    Tout and f)."""
+    view.set_op(name, GEOP_KERNEL_OP)
+    call = view.node(name)
+    for key in ("config", "config_proto", "executor_type"):  # PartitionedCall's, not the kernel's
+        if key in call.attr:
+            del call.attr[key]

@@ -19,7 +19,7 @@ from npu_sim_bridge.graph.attr_names import GEOP_ATTR, GEOP_STUB_ATTR, IN_GEOP_A
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.partition import bridges, carry, cluster, ref_variables
-from npu_sim_bridge.passes.partition.call_config import calls_functions, geop_attrs
+from npu_sim_bridge.passes.partition.call_config import KernelCalls, as_kernel_call, calls_functions, geop_attrs
 from npu_sim_bridge.passes.partition.carry import Proposed
 from npu_sim_bridge.passes.placement.pass_ import already_partitioned, carried_proposal, decision_of, fresh_proposal
 from npu_sim_bridge.passes.results import Placement
@@ -65,19 +65,22 @@ class PartitionPass(GraphPass):
                 decision.add_reason(reason)
         bridged = _bridge(ctx, proposal, functions)
         mirrored = ref_variables.mirror_ref_variables(ctx.view, proposal.segments)
-        geops = self._outline_segments(ctx, proposal, functions)
+        geops, kernel_geops = self._outline_segments(ctx, proposal, functions)
         self._warn_full_sink(ctx, proposal, geops, inherent)
         return PassResult(changed=bool(geops), stats={
-            "geops": len(geops), "device_nodes": sum(len(nodes) for nodes in proposal.segments),
+            "geops": len(geops), "geop_kernels": kernel_geops, "device_nodes": sum(len(nodes) for nodes in proposal.segments),
             "cond_bridges": bridged, "ref_variable_copies": mirrored,
             "host_nodes": len(proposal.host)})
 
-    def _outline_segments(self, ctx: PassContext, proposal: cluster.Proposal, functions) -> list[str]:
+    def _outline_segments(self, ctx: PassContext, proposal: cluster.Proposal, functions) -> tuple[list[str], int]:
+        """(the GeOps, how many of them are NpuSimGeOps)"""
         if not proposal.segments:
-            return []
+            return [], 0
         view = ctx.view
         graph_number = _free_graph_number(view, functions, len(proposal.segments))
         protected = ctx.item.protected_nodes
+        kernel_calls = KernelCalls(ctx)
+        kernel_geops = 0
         geops = []
         for sequence, members in enumerate(proposal.segments):
             geop = f"GeOp{graph_number}_{sequence}"
@@ -88,10 +91,14 @@ class PartitionPass(GraphPass):
                 member_attrs={IN_GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode())})
             # Who runs Grappler over the body: its call, or the Session's pass (call_config.py).
             body = functions[result.function]
-            call_attrs, body_attrs = geop_attrs(calls_functions(body.node_def, functions))
+            calls = calls_functions(body.node_def, functions)
+            call_attrs, body_attrs = geop_attrs(calls)
             call = view.node(result.call)
             for key, value in call_attrs.items():
                 call.attr[key].CopyFrom(value)
+            if kernel_calls.wanted(calls, call.device):  # how the call runs its body (call_config.py)
+                as_kernel_call(view, result.call)
+                kernel_geops += 1
             for key, value in body_attrs.items():
                 body.attr[key].CopyFrom(value)
             for stub in result.stubs:
@@ -103,7 +110,7 @@ class PartitionPass(GraphPass):
             geops.append(geop)
         view.compact()  # drop the outlined members now: the sweeps below go over the live nodes only
         forget_colocation(view)
-        return geops
+        return geops, kernel_geops
 
     def _warn_full_sink(self, ctx: PassContext, proposal: cluster.Proposal, geops, inherent) -> None:
         if ctx.options.get("mix_compile_mode"):
