@@ -14,8 +14,8 @@ Per model (npu_sim_bridge.testing.zoo's Keras application as a TF1 training grap
    - the rewrite: the pipeline on the training graph (report seconds, by pass), then the rest of the
      Python entry (parsing, serialising the GraphDef, the nothing-new check);
    - Grappler's later iterations and the function items (GeOp bodies): the entry's other calls;
-   - the GeOp calls' first run (body instantiation, Grappler over the body): the profiler's
-     PartitionedCallOp events, over plain;
+   - the GeOp calls' first run (body instantiation, its kernels): the profiler's PartitionedCallOp
+     or NpuSimGeOp events, over plain;
    - the first run of the kernels: kernel times of a traced first step, the rounding kernels apart;
    - the rest: what no trace shows (Grappler's C++ optimizers, session setup), by difference.
 """
@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
+from npu_sim_bridge.graph.op_categories import CALL_OPS, GEOP_KERNEL_OP  # noqa: E402
 from npu_sim_bridge.testing.grappler import EntryCallLog  # noqa: E402
 from npu_sim_bridge.report import history  # noqa: E402
 from npu_sim_bridge.testing import sweep, zoo  # noqa: E402
@@ -46,6 +47,7 @@ from npu_sim_bridge.testing import sweep, zoo  # noqa: E402
 _v1 = tf.compat.v1
 _v1.disable_eager_execution()
 ROUNDING_OPS = ("NpuSimRoundToFloat16",)
+GEOP_EVENTS = ("PartitionedCallOp", ":" + GEOP_KERNEL_OP)  # a GeOp call's host event, either kind of call
 
 
 # user: a hand-built ConfigProto (remapper on); npu_config_proto: the same passed through npu_config_proto
@@ -93,7 +95,7 @@ def kernel_seconds(metadata):
         for stats in device.node_stats:
             micros = stats.all_end_rel_micros / 1e6
             op = stats.timeline_label.split(" = ", 1)[1].split("(", 1)[0] if " = " in stats.timeline_label else ""
-            if op in ("StatefulPartitionedCall", "PartitionedCall"):
+            if op in CALL_OPS:
                 continue  # a GeOp's call: its body's ops count
             total += micros
             rounding += micros if op in ROUNDING_OPS else 0.0
@@ -142,7 +144,7 @@ def breakdown(name, model, feed):
         print(f"    rewrite of the training graph ({main_report.nodes_before} nodes): {rewrite:.2f} s "
               f"(ms: {passes})")
     entry_s = sum(seconds for _, seconds in calls)
-    geop_s = _matching(events, "PartitionedCallOp") - _matching(plain_events, "PartitionedCallOp")
+    geop_s = _matching(events, *GEOP_EVENTS) - _matching(plain_events, *GEOP_EVENTS)
     _, plain_first, _ = first_step(model, "plain", feed, trace=True)
     _, first, second = first_step(model, "simulated", feed, trace=True)
     (plain_kernels, _), (sim_kernels, rounding) = kernel_seconds(plain_first), kernel_seconds(first)
@@ -150,7 +152,7 @@ def breakdown(name, model, feed):
     rest = sim_s - plain_s - entry_s - geop_s - (sim_kernels - plain_kernels)
     print(f"    NpuOptimizer's Python entry, {len(calls)} calls (this Session's graphs and Grappler's later "
           f"iterations over them): {entry_s:.2f} s, of which the training graph's rewrite {rewrite:.2f} s")
-    print(f"    GeOp calls' first run (PartitionedCallOp: instantiating each body, Grappler over it, its kernels), "
+    print(f"    GeOp calls' first run (PartitionedCallOp or NpuSimGeOp: instantiating each body, its kernels), "
           f"over plain: {geop_s:.2f} s")
     print(f"    kernels, summed over a traced first step: plain {plain_kernels:.2f} s, simulated {sim_kernels:.2f} s, "
           f"of which the rounding kernels {rounding:.2f} s (second step {rounding_second:.2f} s)")

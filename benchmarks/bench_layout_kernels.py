@@ -29,11 +29,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import bench_cost  # noqa: E402
+from npu_sim_bridge.graph.op_categories import CALL_OPS  # noqa: E402
 from npu_sim_bridge.testing import zoo  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()
 KINDS = ("plain", "simulated", "geop_floor")
-CALLS = ("StatefulPartitionedCall", "PartitionedCall", "GeOp")
+CALLS = tuple(CALL_OPS) + ("GeOp",)
 
 
 def traced(sess, fetch, feed, steps: int) -> tuple[collections.Counter, collections.Counter]:

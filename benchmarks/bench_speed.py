@@ -53,6 +53,7 @@ from tensorflow.python.grappler import tf_optimizer  # noqa: E402
 import bench_precision  # noqa: E402  (the OptimizeGraph harness; it also registers NpuOptimizer)
 from interleave import interleaved_ratios  # noqa: E402
 from npu_sim_bridge.config import from_dict  # noqa: E402
+from npu_sim_bridge.graph.op_categories import CALL_OPS  # noqa: E402
 from npu_sim_bridge.passes import ItemInfo, run_pipeline  # noqa: E402
 from npu_sim_bridge.runtime.session import npu_config_proto  # noqa: E402
 from npu_sim_bridge.testing import models  # noqa: E402
@@ -114,7 +115,7 @@ def op_type_times(setting: str, kind: str, steps: int = 10, batch: int = 32) -> 
                 for stats in device.node_stats:
                     label = stats.timeline_label
                     op = label.split(" = ", 1)[1].split("(", 1)[0] if " = " in label else ""
-                    if op and op not in ("StatefulPartitionedCall", "PartitionedCall"):
+                    if op and op not in CALL_OPS:  # a GeOp's call: its body's ops count
                         totals[op] += stats.all_end_rel_micros / steps
     return totals
 
