@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy
 
@@ -320,10 +320,21 @@ class _Units:
         return order, stuck
 
 
-def _targets_across(succ: "Links", segment: Sequence[int]) -> list[int]:
-    """The units, ascending, with a link from a unit of another segment (`segment`: per unit)."""
+def _targets_across(succ: "Links", segment: Sequence[int]) -> Iterator[int]:
+    """The units, ascending, with a link from a unit of another segment (`segment`: per unit), each made
+    an int when read. Worked out in numpy a block of units at a time, with a byte per unit kept: arrays
+    per link over the whole graph were a tenth of the rewrite's peak on the 10k-node synthetic graph."""
     starts = numpy.frombuffer(succ.starts, dtype=numpy.int32)
     targets = numpy.frombuffer(succ.targets, dtype=numpy.int32)
     placed = numpy.asarray(segment, dtype=numpy.int32)
-    sources = numpy.repeat(numpy.arange(len(starts) - 1, dtype=numpy.int32), numpy.diff(starts))
-    return numpy.unique(targets[placed[sources] != placed[targets]]).tolist()
+    count = len(starts) - 1
+    hit = numpy.zeros(count, dtype=bool)
+    for first in range(0, count, _BLOCK):
+        last = min(first + _BLOCK, count)
+        ends = starts[first:last + 1]
+        linked = targets[ends[0]:ends[-1]]
+        hit[linked[numpy.repeat(placed[first:last], numpy.diff(ends)) != placed[linked]]] = True
+    return map(int, numpy.flatnonzero(hit))
+
+
+_BLOCK = 4096  # units per block in _targets_across

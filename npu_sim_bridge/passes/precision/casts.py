@@ -194,12 +194,12 @@ class Rewriter:
         # Each once, without a sorted copy (a list of them was a fortieth of the pass's peak): the nodes
         # apply looked at, then the ones it inserted.
         checked, self.dirty = chain(self.dirty, self.inserted.names()), []
-        view, current = self.view, {}  # current: each signature by name, while checking (producers are read by many)
+        view = self.view
         for name in checked:
             node = view.get(name)
             if node is None:
                 continue
-            wanted = self._current(node, name, current).inputs
+            wanted = self._current(node, name).inputs
             for position, text in enumerate(view.input_texts(name)):
                 if text.startswith("^") or position >= len(wanted):
                     break
@@ -207,7 +207,7 @@ class Rewriter:
                 producer = view.get(ref.node)
                 if producer is None:
                     continue
-                outputs = self._current(producer, ref.node, current).outputs
+                outputs = self._current(producer, ref.node).outputs
                 if ref.port < len(outputs) and outputs[ref.port].dtype != wanted[position].dtype:
                     raise UnsupportedGraphError(
                         f"internal error of the precision pass: input {position} of {name} ({node.op}) would get "
@@ -222,14 +222,12 @@ class Rewriter:
         self._exact = set()
         self.retyped_names = set()
 
-    def _current(self, node, name: str, memo: dict) -> ports.Signature:
-        """`node`'s ports as the graph now is (retyped, inserted nodes read again), kept in `memo` by name."""
-        sig = memo.get(name)
-        if sig is None:
-            plan = self.plans.get(name)
-            use_plan = plan is not None and name not in self.retyped_names
-            sig = memo[name] = plan.sig if use_plan else ports.signature(node, self.functions)
-        return sig
+    def _current(self, node, name: str) -> ports.Signature:
+        """The ports of `node` (named `name`) as the graph now is (retyped and inserted nodes are read again)."""
+        plan = self.plans.get(name)
+        if plan is not None and name not in self.retyped_names:
+            return plan.sig
+        return ports.signature(node, self.functions)
 
     def _retype(self) -> None:
         for name, plan in self.plans.items():
