@@ -92,10 +92,11 @@ def test_minimize_puts_the_status_at_the_callers_scope_and_distributed_keeps_the
 def test_estimator_hook_fetches_the_scale_and_status_by_name(manager_kind, tmp_path):
     rng = np.random.RandomState(0)
     x = rng.rand(12, 3).astype(np.float32)
-    x[4] = 1e18  # the second batch's scaled gradients overflow float32
+    x[4] = 1e19  # the second batch's loss, squared and scaled, overflows float32 whatever the weights
 
     def model_fn(features, labels, mode):
-        loss = v1.losses.mean_squared_error(labels, v1.layers.dense(features, 1, name="dense"))
+        loss = v1.losses.mean_squared_error(labels, v1.layers.dense(
+            features, 1, kernel_initializer=v1.zeros_initializer(), name="dense"))
         optimizer = npu_init.NPULossScaleOptimizer(v1.train.GradientDescentOptimizer(0.01), MANAGERS[manager_kind]())
         grads = optimizer.compute_gradients(loss)
         with tf.name_scope("apply_grads"):
