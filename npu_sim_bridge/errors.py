@@ -1,8 +1,20 @@
 """Exception types: every error a user can trigger is one of these, with a message that says what to do."""
 
 
+def printable(text: str) -> str:
+    """`text` with each byte a file name could not decode (os.fsdecode's escapes, as in `ops_\\udcff`) written
+    as `\\xff`: a message names the file as the user would type it, and prints on any terminal or log."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class NpuSimError(Exception):
     """Base class of every error npu_sim_bridge raises on purpose."""
+
+    def __init__(self, *args):
+        super().__init__(*(printable(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class ConfigError(NpuSimError, ValueError):
