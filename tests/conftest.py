@@ -102,3 +102,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW_TEST_FILES:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test's captured output can hold a file name's undecodable bytes (the bad-input tests make such
+    names); pytest-xdist's workers send reports as UTF-8, so those bytes travel written as `\\xff`."""
+    from npu_sim_bridge.errors import printable
+
+    outcome = yield
+    report = outcome.get_result()
+    report.sections = [(title, printable(text)) for title, text in report.sections]
