@@ -10,7 +10,7 @@ import tensorflow as tf
 import npu_sim_bridge
 from npu_sim_bridge.graph.attr_names import GEOP_ATTR
 from npu_sim_bridge.graph.op_categories import GEOP_KERNEL_OP
-from npu_sim_bridge.passes.partition.call_config import KernelCalls
+from npu_sim_bridge.passes.partition.call_config import LEFT_TO_CALLER_ATTR, KernelCalls, geop_attrs, needs_lowering
 from npu_sim_bridge.report import history
 from npu_sim_bridge.testing import zoo
 from npu_sim_bridge.testing.models import _control_flow as control_flow
@@ -98,10 +98,10 @@ CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
 
 
-@pytest.mark.parametrize("choice, item_id, calls, device, wanted", [
+@pytest.mark.parametrize("choice, item_id, lowered, device, wanted", [
     ("auto", "tf_graph", False, CPU, True),
     ("auto", "tf_graph", False, "", True),        # a Session places an unplaced call on a CPU
-    ("auto", "tf_graph", True, CPU, False),       # a body that calls functions: If/While kept functional
+    ("auto", "tf_graph", True, CPU, False),       # a body with If/While/calls to lower: only a PartitionedCall does
     ("auto", "offline", False, CPU, False),       # a GraphDef that may run without the op library
     ("auto", "tf_graph", False, GPU, False),      # the kernel runs on CPUs
     ("kernel", "tf_graph", True, CPU, True),
@@ -109,8 +109,8 @@ GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
     ("kernel", "tf_graph", False, GPU, False),
     ("partitioned_call", "tf_graph", False, CPU, False),
 ])
-def test_which_geops_are_kernel_calls(choice, item_id, calls, device, wanted):
-    assert KernelCalls(_Ctx(choice, item_id)).wanted(calls, device) is wanted
+def test_which_geops_are_kernel_calls(choice, item_id, lowered, device, wanted):
+    assert KernelCalls(_Ctx(choice, item_id)).wanted(lowered, device) is wanted
 
 
 def test_an_offline_rewrite_keeps_partitioned_calls_that_run_without_the_simulator():
@@ -132,3 +132,46 @@ def test_a_bad_sim_geop_call_value_names_the_key_and_the_values(npu_config):
             sess.run(y, {x: np.zeros(4, np.float32), flag: 1.0})
     text = str(caught.value)
     assert "sim_geop_call" in text and "partitioned_call" in text
+
+
+def _grouped_conv_model():
+    """Keras's grouped convolution, as ConvNeXt and RegNet use it: on a CPU a call of a function XLA
+    compiles whole (`_XlaMustCompile`), inside the GeOp's body."""
+    graph = tf.Graph()
+    with graph.as_default():
+        v1.set_random_seed(1)
+        x = v1.placeholder(tf.float32, [2, 6, 6, 4], name="x")
+        h = tf.keras.layers.Conv2D(8, 3, groups=2, padding="same", name="grouped")(x)
+        loss = tf.reduce_mean(tf.square(tf.nn.relu(h) - 0.5), name="loss")
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init_op = v1.global_variables_initializer()
+    assert any(node.attr["_XlaMustCompile"].b for node in graph.as_graph_def().node if "_XlaMustCompile" in node.attr)
+    return types.SimpleNamespace(graph=graph, loss=loss, train_op=train_op, init_op=init_op), x
+
+
+def test_a_body_that_calls_a_jit_compiled_function_runs_in_the_kernel_bit_for_bit(npu_config):
+    model, x = _grouped_conv_model()
+    feed = {x: np.random.default_rng(2).normal(size=(2, 6, 6, 4)).astype(np.float32)}
+    by_choice = {choice: _run(model, feed, npu_config(precision_mode="allow_mix_precision", sim_geop_call=choice))
+                 for choice in ("partitioned_call", "auto")}
+    kernel_losses, kernel_calls, _ = by_choice["auto"]
+    partitioned_losses, partitioned_calls, _ = by_choice["partitioned_call"]
+    assert kernel_calls and set(kernel_calls) == {GEOP_KERNEL_OP}  # XLA compiles the call inside the kernel
+    assert partitioned_calls and set(partitioned_calls) <= {"PartitionedCall", "StatefulPartitionedCall"}
+    np.testing.assert_array_equal(kernel_losses, partitioned_losses)
+    assert np.all(np.isfinite(kernel_losses)) and kernel_losses[-1] < kernel_losses[0]
+
+
+def test_only_calls_to_lower_keep_a_body_from_the_kernel_and_from_being_left_to_its_call():
+    from tensorflow.core.framework import function_pb2, node_def_pb2
+
+    functions = {"f": function_pb2.FunctionDef()}
+    jit = node_def_pb2.NodeDef(name="c", op="StatefulPartitionedCall")
+    jit.attr["f"].func.name = "f"
+    jit.attr["_XlaMustCompile"].b = True
+    plain = node_def_pb2.NodeDef(name="p", op="StatefulPartitionedCall")
+    plain.attr["f"].func.name = "f"
+    sine = node_def_pb2.NodeDef(name="s", op="Sin")
+    assert not needs_lowering([sine, jit], functions)
+    assert needs_lowering([sine, jit, plain], functions)
+    assert LEFT_TO_CALLER_ATTR in geop_attrs(False)[1] and not geop_attrs(True)[1]

@@ -7,9 +7,12 @@ pass build every call's body once more before that. On ResNet-50 that was most o
 first step cost over the plain one. A GeOp's body is one segment of one device, so in a Session on
 CPUs the call is an NpuSimGeOp (native/geop.cc): one single-device function on the call's device,
 with the post-partitioning passes TensorFlow runs on a function's parts (oneDNN's rewrite), so the
-body runs the same kernels and every bit stays the same. A body that calls functions (If, While, a
-nested call), a graph placed on a GPU (the kernel runs on CPUs) and an offline rewrite (its GraphDef
-may run where the simulator's op library is not loaded) keep the PartitionedCall.
+body runs the same kernels and every bit stays the same. A body that calls functions TensorFlow must
+lower (If, While, a plain nested call), a graph placed on a GPU (the kernel runs on CPUs) and an
+offline rewrite (its GraphDef may run where the simulator's op library is not loaded) keep the
+PartitionedCall. A call XLA compiles whole (`_XlaMustCompile`, as Keras's grouped convolutions in
+ConvNeXt and RegNet) is no such call: the kernel's function runtime hands it to XLA's launch kernel,
+which compiles the same function a PartitionedCall's XLA passes would, to the same bits.
 
 A GeOp body's nodes went through a whole Grappler iteration inside the graph that held them, before
 the rewrite; the rewrite adds its Casts and roundings, one per tensor. Grappler has nothing left to do
@@ -19,10 +22,11 @@ changed anything (pruning, CSE, constant folding, arithmetic and dependency opti
 at the call before) changed no loss bit on ten sweep models, ResNet-50 and EfficientNetB0 among
 them, and their run took about a second of those two models' first step.
 
-So a body that calls no functions is marked for the Session's meta optimizer to leave it to its
-caller, and its call runs no Grappler: the body runs as the rewrite wrote it. A body that calls
-functions (If, While, a nested call) keeps the Session's pass, which also optimizes the functions it
-calls, and its call runs no Grappler either (the body is optimized already).
+So a body that needs no lowering is marked for the Session's meta optimizer to leave it to its
+caller, and its call runs no Grappler: the body runs as the rewrite wrote it. (On RegNetX002, whose
+body calls 26 jit-compiled functions, the Session's pass over it took 4.5 s of the first step.) A
+body that calls functions to lower (If, While, a plain call) keeps the Session's pass, which also
+optimizes the functions it calls, and its call runs no Grappler either (the body is optimized already).
 """
 
 from __future__ import annotations
@@ -52,16 +56,25 @@ def _no_grappler() -> bytes:
 NO_GRAPPLER = _no_grappler()  # every GeOp call's config_proto: the body runs as it is
 
 
-def calls_functions(nodes: Iterable, functions: dict[str, function_pb2.FunctionDef]) -> bool:
-    """Whether any of `nodes` (NodeDefs) calls a function: its op is a library function, or an
-    attribute names one (If, While, PartitionedCall, ...)."""
-    return any(called_by(node, functions) for node in nodes)  # called_by reads only an op's func attrs
+XLA_MUST_COMPILE = "_XlaMustCompile"  # on a call XLA compiles whole (tf.function(jit_compile=True))
 
 
-def geop_attrs(calls: bool) -> tuple[dict[str, attr_value_pb2.AttrValue], dict[str, attr_value_pb2.AttrValue]]:
-    """(the call's extra attributes, the FunctionDef's attributes) for a body that `calls` functions or not."""
+def needs_lowering(nodes: Iterable, functions: dict[str, function_pb2.FunctionDef]) -> bool:
+    """Whether any of `nodes` (a body's NodeDefs) calls a function TensorFlow must lower or place: an If,
+    a While, a plain call. A call marked `_XlaMustCompile` does not count: XLA compiles it whole, under a
+    PartitionedCall as under the GeOp kernel (Keras's grouped convolutions are such calls)."""
+    for node in nodes:
+        if called_by(node, functions):  # called_by reads only an op's func attrs
+            marked = node.attr.get(XLA_MUST_COMPILE)
+            if marked is None or not marked.b:
+                return True
+    return False
+
+
+def geop_attrs(lowered: bool) -> tuple[dict[str, attr_value_pb2.AttrValue], dict[str, attr_value_pb2.AttrValue]]:
+    """(the call's extra attributes, the FunctionDef's attributes) for a body that `needs_lowering` or not."""
     call = {"config_proto": attr_value_pb2.AttrValue(s=NO_GRAPPLER)}
-    if calls:
+    if lowered:
         return call, {}
     return call, {LEFT_TO_CALLER_ATTR: attr_value_pb2.AttrValue(b=True)}
 
@@ -77,9 +90,9 @@ class KernelCalls:
         if self.choice == "auto" and ctx.item.id == "offline":
             self.choice = "partitioned_call"
 
-    def wanted(self, calls: bool, device: str) -> bool:
-        """Whether the GeOp of a body that `calls` functions or not, called on `device`, is an NpuSimGeOp."""
-        if self.choice == "partitioned_call" or on_gpu(device) or (calls and self.choice == "auto"):
+    def wanted(self, lowered: bool, device: str) -> bool:
+        """Whether the GeOp of a body that `needs_lowering` or not, called on `device`, is an NpuSimGeOp."""
+        if self.choice == "partitioned_call" or on_gpu(device) or (lowered and self.choice == "auto"):
             return False
         if not self.loaded:
             try:

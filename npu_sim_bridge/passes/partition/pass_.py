@@ -19,7 +19,7 @@ from npu_sim_bridge.graph.attr_names import GEOP_ATTR, GEOP_STUB_ATTR, IN_GEOP_A
 from npu_sim_bridge.graph.outline import forget_colocation, function_library, outline
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.partition import bridges, carry, cluster, ref_variables
-from npu_sim_bridge.passes.partition.call_config import KernelCalls, as_kernel_call, calls_functions, geop_attrs
+from npu_sim_bridge.passes.partition.call_config import KernelCalls, as_kernel_call, geop_attrs, needs_lowering
 from npu_sim_bridge.passes.partition.carry import Proposed
 from npu_sim_bridge.passes.placement.pass_ import already_partitioned, carried_proposal, decision_of, fresh_proposal
 from npu_sim_bridge.passes.results import Placement
@@ -89,14 +89,15 @@ class PartitionPass(GraphPass):
                 keep_names=[name for name in members if name in protected],
                 call_attrs={GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode())},
                 member_attrs={IN_GEOP_ATTR: attr_value_pb2.AttrValue(s=geop.encode())})
-            # Who runs Grappler over the body: its call, or the Session's pass (call_config.py).
+            # How the call runs its body, and whether the Session's Grappler pass sees it (call_config.py).
             body = functions[result.function]
-            calls = calls_functions(body.node_def, functions)
-            call_attrs, body_attrs = geop_attrs(calls)
             call = view.node(result.call)
+            lowered = needs_lowering(body.node_def, functions)
+            call_attrs, body_attrs = geop_attrs(lowered)
+            kernel = kernel_calls.wanted(lowered, call.device)
             for key, value in call_attrs.items():
                 call.attr[key].CopyFrom(value)
-            if kernel_calls.wanted(calls, call.device):  # how the call runs its body (call_config.py)
+            if kernel:
                 as_kernel_call(view, result.call)
                 kernel_geops += 1
             for key, value in body_attrs.items():
