@@ -272,7 +272,7 @@ _TABLE = (
     Key("sim_geop_call", "s", "auto", allowed=("auto", "kernel", "partitioned_call"), acts=True,
         doc="how a GeOp runs its body: kernel (NpuSimGeOp: one function on the call's device), "
             "partitioned_call (TensorFlow's multi-device PartitionedCall), auto: kernel in a Session on "
-            "CPUs for a body that calls no functions"),
+            "CPUs for a body with no If, While or plain call to lower (jit-compiled calls go to XLA)"),
     Key("sim_report_dir", "s", "", acts=True,
         doc="directory for the rewrite report (empty: no report)"),
     Key("sim_ops_info_path", "s", "", acts=True,
