@@ -27,6 +27,10 @@ KEEP_DTYPE_ATTR = "_keep_dtype"                    # keep_dtype_scope: precision
 WITHOUT_NPU_COMPILE_ATTR = "_without_npu_compile"  # without_npu_compile_scope: mix_compile_mode keeps it on the host
 DO_NOT_REMOVE_ATTR = "_grappler_do_not_remove"     # set with it: Grappler's own optimizers keep the node
 
+# --------------------------------------------------------------------------- TensorFlow's attrs the passes read
+XLA_MUST_COMPILE_ATTR = "_XlaMustCompile"  # on a call or a FunctionDef: XLA compiles it whole (jit_compile=True)
+XLA_COMPILE_ATTR = "_XlaCompile"           # on a FunctionDef: XLA compiles it (auto-clustering's older mark)
+
 # --------------------------------------------------------------------------- marks on Python objects
 PROFILER_MARK = "_npu_sim_profiler"        # on Session.run: the profiling wrapper is installed
 HOOKS_MARK = "_npu_sim_hooks"              # on a wrapped __init__: the session hooks are installed

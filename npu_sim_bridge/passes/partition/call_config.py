@@ -37,6 +37,7 @@ from tensorflow.core.framework import attr_value_pb2, function_pb2
 from tensorflow.core.protobuf import config_pb2
 
 from npu_sim_bridge.errors import NativeBuildError
+from npu_sim_bridge.graph.attr_names import XLA_MUST_COMPILE_ATTR
 from npu_sim_bridge.graph.names import on_gpu
 from npu_sim_bridge.graph.op_categories import GEOP_KERNEL_OP
 from npu_sim_bridge.graph.ports import called_by
@@ -56,16 +57,13 @@ def _no_grappler() -> bytes:
 NO_GRAPPLER = _no_grappler()  # every GeOp call's config_proto: the body runs as it is
 
 
-XLA_MUST_COMPILE = "_XlaMustCompile"  # on a call XLA compiles whole (tf.function(jit_compile=True))
-
-
 def needs_lowering(nodes: Iterable, functions: dict[str, function_pb2.FunctionDef]) -> bool:
     """Whether any of `nodes` (a body's NodeDefs) calls a function TensorFlow must lower or place: an If,
     a While, a plain call. A call marked `_XlaMustCompile` does not count: XLA compiles it whole, under a
     PartitionedCall as under the GeOp kernel (Keras's grouped convolutions are such calls)."""
     for node in nodes:
         if called_by(node, functions):  # called_by reads only an op's func attrs
-            marked = node.attr.get(XLA_MUST_COMPILE)
+            marked = node.attr.get(XLA_MUST_COMPILE_ATTR)
             if marked is None or not marked.b:
                 return True
     return False

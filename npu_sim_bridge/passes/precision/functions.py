@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2
 
+from npu_sim_bridge.graph.attr_names import XLA_COMPILE_ATTR, XLA_MUST_COMPILE_ATTR
 from npu_sim_bridge.graph.names import TensorRef, parse_input
 from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.graph.op_categories import CALLING_OPS
@@ -22,7 +23,7 @@ from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.precision import marks, ports
 
 
-_XLA_ATTRS = ("_XlaMustCompile", "_XlaCompile")
+_XLA_ATTRS = (XLA_MUST_COMPILE_ATTR, XLA_COMPILE_ATTR)
 
 
 def _compiled(attrs) -> bool:
