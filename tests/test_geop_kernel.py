@@ -175,3 +175,19 @@ def test_only_calls_to_lower_keep_a_body_from_the_kernel_and_from_being_left_to_
     assert not needs_lowering([sine, jit], functions)
     assert needs_lowering([sine, jit, plain], functions)
     assert LEFT_TO_CALLER_ATTR in geop_attrs(False)[1] and not geop_attrs(True)[1]
+
+
+@pytest.mark.slow
+def test_a_sweep_model_with_jit_compiled_calls_runs_in_the_kernel_bit_for_bit(npu_config):
+    """RegNetX002 as the model sweep builds it: 26 grouped convolutions, each a `_XlaMustCompile` call."""
+    model = zoo.sweep_builders(["RegNetX002"])["RegNetX002"]()
+    feed = model.feed(np.random.default_rng(0))
+    by_choice = {choice: _run(model, feed, npu_config(precision_mode="allow_mix_precision", sim_geop_call=choice),
+                              steps=2)
+                 for choice in ("partitioned_call", "auto")}
+    kernel_losses, kernel_calls, _ = by_choice["auto"]
+    partitioned_losses, partitioned_calls, _ = by_choice["partitioned_call"]
+    assert kernel_calls and set(kernel_calls) == {GEOP_KERNEL_OP}
+    assert partitioned_calls and set(partitioned_calls) <= {"PartitionedCall", "StatefulPartitionedCall"}
+    np.testing.assert_array_equal(kernel_losses, partitioned_losses)
+    assert np.all(np.isfinite(kernel_losses))
