@@ -35,6 +35,21 @@ def test_rows_keep_their_order_and_fields_through_the_mapping():
         records["missing"]
 
 
+def test_marking_many_rows_sets_their_fields_and_records_the_missing_in_the_order_given():
+    records = Decisions()
+    records.extend(["a", "b"], ["Placeholder", "MatMul"], ["float32", "float32"])
+    records["b"].add_reason("kept")
+    asked = []
+    records.mark(["new_2", "b", "new_1", "a"], lambda name: asked.append(name) or "Cast",
+                 placement="device", geop="GeOp3_0")
+    assert asked == ["new_2", "new_1"] and list(records) == ["a", "b", "new_2", "new_1"]
+    assert records.column("placement") == ["device"] * 4 and records.column("geop") == ["GeOp3_0"] * 4
+    assert records["new_1"].op == "Cast" and records["new_1"].dtype_before is None
+    assert records["b"].op == "MatMul" and records["b"].reason == "kept"  # nothing else of a row changes
+    records.mark(["a"], lambda name: "unused", placement="host", geop=None)
+    assert records["a"].placement == "host" and records["a"].geop is None and records["b"].placement == "device"
+
+
 def test_a_decision_fills_a_new_row_or_sets_only_what_it_says_on_a_recorded_one():
     records = Decisions()
     records.extend(["x", "mm"], ["Placeholder", "MatMul"], ["float32", "float32"])

@@ -15,7 +15,7 @@ storing it in a report moves its row there and points the handle at it.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from npu_sim_bridge.graph.name_index import new_index
@@ -187,6 +187,22 @@ class Decisions(Mapping):
         """How many of the row's first reasons its text says already."""
         held = self._texts.get(row)
         return 0 if held is None else held[1]
+
+    def mark(self, names: Iterable[str], op_of: Callable[[str], str], **values: str | None) -> None:
+        """Set the coded fields `values` (e.g. placement="device") to the same value on the rows of
+        `names`; a name with no row gets one first, in `names` order, of op `op_of(name)`. What a
+        NodeDecision handle per name does, without one (a pass marks every node of a segment)."""
+        rows = self._rows
+        names = names if isinstance(names, list) else list(names)  # read twice below
+        for name in names:
+            if name not in rows:
+                self.add(name, op_of(name))
+        codes = [(field, self._code(field, value)) for field, value in values.items()]  # may widen
+        get = rows.get
+        for field, code in codes:
+            column = self._coded[field]
+            for name in names:
+                column[get(name)] = code
 
     def extend(self, names: list[str], ops: list[str], dtypes: Iterable[str | None]) -> None:
         """Rows for nodes with no decision yet, their dtype unchanged (a graph's records as it came)."""

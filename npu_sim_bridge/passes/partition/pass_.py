@@ -21,7 +21,8 @@ from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.partition import bridges, carry, cluster, ref_variables
 from npu_sim_bridge.passes.partition.call_config import KernelCalls, as_kernel_call, geop_attrs, needs_lowering
 from npu_sim_bridge.passes.partition.carry import Proposed
-from npu_sim_bridge.passes.placement.pass_ import already_partitioned, carried_proposal, decision_of, fresh_proposal
+from npu_sim_bridge.passes.placement.pass_ import (already_partitioned, carried_proposal, decision_of, fresh_proposal,
+                                                   mark_all)
 from npu_sim_bridge.passes.results import Placement
 from npu_sim_bridge.report import reasons
 
@@ -104,10 +105,7 @@ class PartitionPass(GraphPass):
                 body.attr[key].CopyFrom(value)
             for stub in result.stubs:
                 view.node(stub).attr[GEOP_STUB_ATTR].s = geop.encode()
-            for name in members:
-                decision = decision_of(ctx, name)
-                decision.placement = cluster.DEVICE
-                decision.geop = geop
+            mark_all(ctx, members, placement=cluster.DEVICE, geop=geop)
             geops.append(geop)
         view.compact()  # drop the outlined members now: the sweeps below go over the live nodes only
         forget_colocation(view)

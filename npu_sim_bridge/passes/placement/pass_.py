@@ -41,9 +41,19 @@ def already_partitioned(ctx: PassContext) -> bool:
 def decision_of(ctx: PassContext, name: str) -> NodeDecision:
     decision = ctx.report.nodes.get(name)
     if decision is None:
-        node = ctx.view.get(name)  # None once the node has been outlined into a GeOp body
-        decision = ctx.report.nodes[name] = NodeDecision(name=name, op=node.op if node else "")
+        decision = ctx.report.nodes[name] = NodeDecision(name=name, op=op_of(ctx.view, name))
     return decision
+
+
+def op_of(view, name: str) -> str:
+    """The op of a node the report has no record of yet ("" once it is outlined into a GeOp body)."""
+    node = view.get(name)
+    return node.op if node else ""
+
+
+def mark_all(ctx: PassContext, names, **values) -> None:
+    """Set report fields (placement, geop) of many nodes at once, each node recorded as decision_of does."""
+    ctx.report.nodes.mark(names, functools.partial(op_of, ctx.view), **values)
 
 
 def candidate_test(ctx: PassContext, functions) -> support.CandidateTest:
@@ -151,18 +161,13 @@ class PlacementPass(GraphPass):
         # Every node of `names` is in the layout's unit index, as the proposal saw them.
         ctx.publish(Placement(seen=proposal.layout.unit_of, host=on_host))
         ctx.publish(Proposed(view.open_journal(), proposal, inherent))
-        hosted = 0
-        for name in names:
-            decision = decision_of(ctx, name)
-            why = on_host.get(name)
-            if why is None:
-                decision.placement = cluster.DEVICE
-            else:
-                decision.placement = cluster.HOST
-                decision.add_reason(why)
-                hosted += 1
+        hosted = [name for name in names if name in on_host]
+        mark_all(ctx, names, placement=cluster.DEVICE)  # every node's record, in graph order
+        mark_all(ctx, hosted, placement=cluster.HOST)
+        for name in hosted:
+            ctx.report.nodes[name].add_reason(on_host[name])
         return PassResult(changed=False, stats={
-            "host": hosted, "device": len(names) - hosted,
+            "host": len(hosted), "device": len(names) - len(hosted),
             "segments": len(proposal.segments), "rounds": proposal.rounds})
 
     def _function_body(self, ctx: PassContext, names) -> PassResult:
