@@ -44,9 +44,14 @@ OFF = rewriter_config_pb2.RewriterConfig.OFF
 
 
 # ------------------------------------------------------------------------------- (a) rewrite time
+# The configurations of TensorFlow's own optimizers: auto_mixed_precision_cpu, and Grappler's pruning alone
+# ("fixed": OptimizeGraph's own cost, the MetaGraph to a Grappler item and the graph back, with next to no pass).
+_TF_OPTIMIZERS = {"tf_amp": "auto_mixed_precision_cpu", "fixed": "pruning"}
+
+
 def optimize_config(which: str) -> config_pb2.ConfigProto:
     """A ConfigProto running only one Grappler optimizer, once."""
-    if which != "tf_amp":
+    if which not in _TF_OPTIMIZERS:
         # npu_none: no pass at all, the floor any Python pass starts from (GraphDef to Python and back,
         # validation, report, stamps); npu_all: the whole default pipeline.
         passes = {"npu_none": "none", "npu_all": "all"}.get(which, "precision")
@@ -55,7 +60,7 @@ def optimize_config(which: str) -> config_pb2.ConfigProto:
     rewrite = config.graph_options.rewrite_options
     rewrite.min_graph_nodes = -1
     rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
-    rewrite.optimizers.append("auto_mixed_precision_cpu")
+    rewrite.optimizers.append(_TF_OPTIMIZERS[which])
     return config
 
 
