@@ -334,3 +334,28 @@ def test_a_graph_that_does_not_run_forward_is_still_ordered_and_checked():
     _node(cycle, "b", "Identity", "a")
     with pytest.raises(GraphValidationError, match="cycle"):
         validate_graph(GraphView(cycle, table=NodeTable.from_columns(_shim_columns(cycle), cycle)))
+
+
+def test_the_shims_reach_finds_the_nodes_a_fetch_runs_as_python_does():
+    """report/roles.py names a graph by what its fetches reach; the shim's C++ walk over its producer column
+    finds the same nodes as the Python walk over input texts, and the same role."""
+    from npu_sim_bridge.report.roles import graph_role, reached
+
+    graph_def = _keras_bn_meta_graph().graph_def
+    columns = _shim_columns(graph_def)
+    table = NodeTable.from_columns(columns, graph_def)
+    fetch_sets = [["loss"], ["train_op"], ["loss:0", "^train_op"], [table.names[0]], ["missing", table.names[-1]]]
+    for fetch in fetch_sets:
+        python = reached(table.names, table.inputs, fetch)
+        position = {name: index for index, name in enumerate(table.names)}
+        starts = [position[text.lstrip("^").split(":")[0]] for text in fetch
+                  if text.lstrip("^").split(":")[0] in position]
+        mask = table.reached(starts)
+        assert len(mask) == len(table.names)
+        assert {index for index, flag in enumerate(mask) if flag} == python, fetch
+        assert (graph_role(table.names, table.ops, table.inputs, fetch, reached_mask=table.reached)
+                == graph_role(table.names, table.ops, table.inputs, fetch))
+    assert 0 < sum(table.reached([position["loss"]])) < len(table.names), "the loss does not run the update"
+    assert graph_role(table.names, table.ops, table.inputs, ["train_op"], reached_mask=table.reached).name == "train"
+    with pytest.raises(IndexError, match="no node at position"):
+        table.reached([len(table.names)])

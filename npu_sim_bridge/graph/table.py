@@ -8,7 +8,7 @@ string per distinct text; elsewhere `NodeTable.of` reads them from the protobuf.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from tensorflow.core.framework import graph_pb2, node_def_pb2, types_pb2
 
@@ -64,13 +64,14 @@ class NodeTable:
     without `stamp_attr` and the option digests (`digest_attr`) that earlier rewrites left."""
 
     __slots__ = ("names", "ops", "inputs", "dtypes", "unstamped", "digests", "alike_bodies", "forward",
-                 "_consumers", "_count")
+                 "_consumers", "reached", "_count")
 
     def __init__(self, names: list[str], ops: list[str], inputs: "list[str | tuple[str, ...]]", dtypes: list[int],
                  unstamped: int, digests: Sequence[str],
                  alike_bodies: Callable[[list[str]], dict[str, bytes]] | None = None,
                  forward: bool | None = None,
-                 consumers: Callable[[], dict[str, list[str]]] | None = None):
+                 consumers: Callable[[], dict[str, list[str]]] | None = None,
+                 reached: Callable[[Iterable[int]], bytes] | None = None):
         self.names = names
         self.ops = ops
         self.inputs = inputs      # the one view built from the table takes them (take_inputs)
@@ -86,6 +87,9 @@ class NodeTable:
         # GraphView indexes the graph, worked out in C++ when asked (during the call).
         self.forward = forward
         self._consumers = consumers
+        # The shim's too: given node positions, a byte per node, 1 for the nodes they reach through
+        # data and control inputs (report/roles.py); None when read from protobuf.
+        self.reached = reached
 
     def take_inputs(self) -> "list[str | tuple[str, ...]]":
         """The inputs per node (`held_inputs`), for the one view built from this table (the table no
@@ -123,7 +127,7 @@ class NodeTable:
     @classmethod
     def from_columns(cls, columns: tuple, graph_def: graph_pb2.GraphDef) -> "NodeTable":
         """The shim's columns (names, ops, inputs, dtypes, unstamped, digests, alike_bodies, forward,
-        consumers) of `graph_def`."""
+        consumers, reached) of `graph_def`."""
         table = cls(*columns)
         nodes = graph_def.node
         count = len(table.names)

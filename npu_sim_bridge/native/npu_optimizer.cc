@@ -466,10 +466,58 @@ PyObject* Consumers(PyObject* self, PyObject* /*unused*/) {
 PyMethodDef kConsumersDef = {"consumers", Consumers, METH_NOARGS,
                              "{producer: consumer name, or [consumer per edge]} of the graph (graph/view.py)"};
 
+// reached(starts) -> bytes, one per node in GraphDef order: 1 for the nodes the positions in `starts`
+// reach through data and control inputs (themselves included), as report/roles.py reads a fetch.
+PyObject* Reached(PyObject* self, PyObject* starts) {
+  GraphHandle* handle = LiveGraph(self, "reached");
+  if (handle == nullptr) return nullptr;
+  const GraphDef& graph = *handle->graph;
+  const int count = graph.node_size();
+  std::vector<size_t> first(static_cast<size_t>(count) + 1, 0);  // where each node's inputs start in `producer`
+  for (int i = 0; i < count; ++i) first[i + 1] = first[i] + static_cast<size_t>(graph.node(i).input_size());
+  if (first[count] != handle->producer.size()) {
+    PyErr_SetString(PyExc_RuntimeError, "reached: the graph changed since its columns were read");
+    return nullptr;
+  }
+  std::string seen(static_cast<size_t>(count), '\0');
+  std::vector<int32_t> stack;
+  PyRef iterator(PyObject_GetIter(starts));
+  if (!iterator) return nullptr;
+  while (PyObject* item = PyIter_Next(iterator.get())) {
+    const long at = PyLong_AsLong(item);
+    Py_DECREF(item);
+    if (at == -1 && PyErr_Occurred()) return nullptr;
+    if (at < 0 || at >= count) {
+      PyErr_Format(PyExc_IndexError, "reached: no node at position %ld (the graph has %d)", at, count);
+      return nullptr;
+    }
+    if (!seen[at]) {
+      seen[at] = 1;
+      stack.push_back(static_cast<int32_t>(at));
+    }
+  }
+  if (PyErr_Occurred()) return nullptr;
+  while (!stack.empty()) {
+    const int32_t node = stack.back();
+    stack.pop_back();
+    for (size_t edge = first[node]; edge < first[node + 1]; ++edge) {
+      const int32_t producer = handle->producer[edge];
+      if (producer >= 0 && !seen[producer]) {
+        seen[producer] = 1;
+        stack.push_back(producer);
+      }
+    }
+  }
+  return ToPyBytes(seen);
+}
+
+PyMethodDef kReachedDef = {"reached", Reached, METH_O,
+                           "bytes, 1 per node the given positions reach through their inputs (report/roles.py)"};
+
 // The graph's nodes as columns, the shape graph/table.py NodeTable.from_columns takes:
 // (names, ops, inputs (per node: its lone input string, else a tuple of them), main dtypes, nodes without the stamp,
 // the option digests earlier runs left, alike_bodies, whether every edge runs forward in GraphDef
-// order (edges out of NextIteration nodes and from missing nodes aside), consumers). The two
+// order (edges out of NextIteration nodes and from missing nodes aside), consumers, reached). The
 // callables read `capsule`'s graph, and fill its handle. New reference, or nullptr with a Python
 // error set.
 PyObject* NodeColumns(PyObject* capsule) {
@@ -534,10 +582,11 @@ PyObject* NodeColumns(PyObject* capsule) {
   Py_INCREF(handle->names);
   PyRef alike_bodies(PyCFunction_New(&kAlikeBodiesDef, capsule));
   PyRef consumers(PyCFunction_New(&kConsumersDef, capsule));
-  if (!alike_bodies || !consumers) return nullptr;
-  return Py_BuildValue("(OOOOlOOOO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
+  PyRef reached(PyCFunction_New(&kReachedDef, capsule));
+  if (!alike_bodies || !consumers || !reached) return nullptr;
+  return Py_BuildValue("(OOOOlOOOOO)", names.get(), ops.get(), inputs.get(), dtypes.get(), unstamped,
                        digests.get(), alike_bodies.get(), forward ? Py_True : Py_False,
-                       consumers.get());
+                       consumers.get(), reached.get());
 }
 
 class NpuOptimizer : public CustomGraphOptimizer {

@@ -143,7 +143,7 @@ def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> 
         result = PipelineResult(work, None, source_bytes=source_bytes)
     if table is None:
         table = NodeTable.of(work, stamp_attr=SEEN_ATTR)
-    role = graph_role(table.names, table.ops, table.inputs, item.fetch, item.is_function)
+    role = graph_role(table.names, table.ops, table.inputs, item.fetch, item.is_function, table.reached)
     report = Report(_graph_id(item, role), options.to_dict(), item_id=item.id)
     report.role = role
     report.option_notes = options.describe()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from itertools import compress
 
 from npu_sim_bridge.graph.names import node_name
 
@@ -39,15 +40,20 @@ class Role:
     why: str    # what in the fetches named it, e.g. "fetches train_op: 10 optimizer updates (ApplyMomentum)"
 
 
-def graph_role(names, ops, inputs, fetch, is_function: bool = False) -> Role:
+def graph_role(names, ops, inputs, fetch, is_function: bool = False, reached_mask=None) -> Role:
     """The role of a graph given as node columns (graph.table.NodeTable's names, ops, inputs) and the fetch
-    names (tensor or node names; none: every node counts)."""
+    names (tensor or node names; none: every node counts). `reached_mask`: the shim's NodeTable.reached,
+    when the columns came from it (the same nodes, found in C++ over its producer column)."""
     if is_function:
         return Role("function", "a function body handed over on its own")
     position = {name: index for index, name in enumerate(names)}
     fetched = [node_name(text) for text in fetch if node_name(text) in position]
-    reached = _reach([position[name] for name in fetched] if fetched else range(len(names)), inputs, position)
-    counts = Counter(ops[index] for index in reached)
+    if not fetched:
+        counts = Counter(ops)  # every node runs
+    elif reached_mask is not None:
+        counts = Counter(compress(ops, reached_mask([position[name] for name in fetched])))
+    else:
+        counts = Counter(ops[index] for index in _reach([position[name] for name in fetched], inputs, position))
     shown = ", ".join(fetched[:3]) + (f" and {len(fetched) - 3} more" if len(fetched) > 3 else "")
     what = f"fetches {shown}" if fetched else "no fetches given (the whole graph)"
     updates = _count(counts, lambda op: op.startswith(_UPDATE_PREFIXES))
