@@ -152,6 +152,24 @@ def test_seed_002_program_runs_with_its_scoped_ops_on_host():
     assert len(report.summary["geops"]) == 2  # random X before the host ops, the rest after them
 
 
+def test_the_reports_counts_of_geops_are_the_rewritten_graphs():
+    """The pipeline counts the GeOps from the call ops in its op column; the count read from every NodeDef agrees."""
+    from npu_sim_bridge.report.views import drawn_counts
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [3], name="x")
+        first = tf.sin(x, name="first")
+        with _host_scope(graph):
+            host = tf.add(first, 1.0, name="host")
+        tf.cos(host, name="last")
+    rewritten, report = _rewrite(graph, ["last"])
+    counts = report.counts
+    assert (counts["geops"], counts["inside_geops"], counts["outside_geops"]) == drawn_counts(rewritten)
+    assert counts["geops"] == len(_geop_nodes(rewritten)) == 2
+    assert counts["inside_geops"] >= 2 and counts["outside_geops"] >= 2  # sin, cos inside; x, host outside
+
+
 # --------------------------------------------------------------------------------- candidates
 def test_host_reasons_name_the_rule(npu_config):
     graph = tf.Graph()

@@ -26,7 +26,7 @@ from npu_sim_bridge.errors import ConfigError, GraphValidationError, NpuSimError
 from npu_sim_bridge.graph.control_hubs import Hub
 from npu_sim_bridge.graph import shared_ints
 from npu_sim_bridge.graph.names import node_name
-from npu_sim_bridge.graph.op_categories import FUNCTION_EDGE_OPS
+from npu_sim_bridge.graph.op_categories import CALL_OPS, FUNCTION_EDGE_OPS
 from npu_sim_bridge.graph.table import NodeTable
 from npu_sim_bridge.graph.validate import validate_graph
 from npu_sim_bridge.graph.view import GraphView
@@ -187,7 +187,9 @@ def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> 
     result.graph_def = view.to_graph_def()
     result.files = ctx.files
     report.nodes_after = len(result.graph_def.node)
-    report.counts = graph_counts(report, result.graph_def)
+    names = view.graph_order_names()
+    calls = [view.node(name) for name, op in zip(names, view.ops_of(names)) if op in CALL_OPS]
+    report.counts = graph_counts(report, result.graph_def, calls)
     report.seconds = time.perf_counter() - started
     result.report = report
     return result

@@ -21,11 +21,11 @@ from typing import Any
 __all__ = ["graph_counts", "count_lines"]
 
 
-def graph_counts(report, graph_def) -> dict[str, int]:
-    """The counts of `report`'s rewrite, whose rewritten graph is `graph_def`."""
+def graph_counts(report, graph_def, calls=None) -> dict[str, int]:
+    """The counts of `report`'s rewrite, whose rewritten graph is `graph_def` (`calls`: see drawn_counts)."""
     from npu_sim_bridge.report.views import drawn_counts
 
-    geops, inside, outside = drawn_counts(graph_def)
+    geops, inside, outside = drawn_counts(graph_def, calls)
     records = len(report.nodes)
     return {
         "input_nodes": report.nodes_before,

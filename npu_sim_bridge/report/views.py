@@ -113,12 +113,14 @@ def display_graph(graph_def) -> tuple[list[tuple[str, str, str, str]], list[tupl
     return nodes, edges
 
 
-def drawn_counts(graph_def) -> tuple[int, int, int]:
+def drawn_counts(graph_def, calls=None) -> tuple[int, int, int]:
     """(GeOps drawn with their body, nodes drawn inside those bodies, nodes drawn outside them): what
-    display_graph draws, counted without drawing (the report's counts and the picture's totals agree)."""
+    display_graph draws, counted without drawing (the report's counts and the picture's totals agree).
+    `calls`: the graph's nodes whose op is one of CALL_OPS (a GeOp's call is one), when the caller knows
+    them without reading every NodeDef; by default every node is looked at."""
     functions = {f.signature.name: f for f in graph_def.library.function}
     geops = inside = 0
-    for node in graph_def.node:
+    for node in graph_def.node if calls is None else calls:
         if GEOP_ATTR in node.attr and "f" in node.attr:
             body = functions.get(node.attr["f"].func.name)
             if body is not None:
