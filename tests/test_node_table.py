@@ -359,3 +359,29 @@ def test_the_shims_reach_finds_the_nodes_a_fetch_runs_as_python_does():
     assert graph_role(table.names, table.ops, table.inputs, ["train_op"], reached_mask=table.reached).name == "train"
     with pytest.raises(IndexError, match="no node at position"):
         table.reached([len(table.names)])
+
+
+def test_a_pass_knows_when_no_node_came_from_an_earlier_run():
+    """PassContext.came_unstamped lets passes skip looking for an earlier run's attrs: true for a graph as
+    a script builds it, false for the graph a rewrite left (every node stamped) and when no table says."""
+    from npu_sim_bridge.config import from_dict
+    from npu_sim_bridge.passes import ItemInfo, run_pipeline
+    from npu_sim_bridge.passes.base import PassContext
+    from npu_sim_bridge.report.model import Report
+
+    graph_def = _graph().as_graph_def()
+    options = from_dict({"precision_mode": "allow_mix_precision"})
+
+    def context(graph):
+        table = NodeTable.of(graph, stamp_attr=SEEN_ATTR)
+        return PassContext(view=GraphView(graph), options=options, item=ItemInfo(), report=Report("g", {}), table=table)
+
+    assert context(graph_def).came_unstamped()
+    rewritten = run_pipeline(graph_def, options, ItemInfo(fetch=("train",))).graph_def
+    assert not context(rewritten).came_unstamped()
+    partly = graph_pb2.GraphDef()
+    partly.CopyFrom(graph_def)
+    partly.node[0].attr[SEEN_ATTR].b = True  # one node an earlier run left is enough to look
+    assert not context(partly).came_unstamped()
+    assert not PassContext(view=GraphView(graph_def), options=options, item=ItemInfo(),
+                           report=Report("g", {})).came_unstamped()

@@ -89,6 +89,13 @@ class PassContext:
         """Drop the published results of every type not in `kinds` (no pass still to run reads them)."""
         self.results = {kind: result for kind, result in self.results.items() if kind in kinds}
 
+    def came_unstamped(self) -> bool:
+        """True when no node of the graph as it came carries the stamp (SEEN_ATTR) every node a rewrite
+        leaves has, in the graph and in its library, and that whatever copies such a node copies too:
+        none holds what an earlier run wrote (GeOps, precision marks), and a pass need not read every
+        NodeDef to find out. False when not known (no table)."""
+        return self.table is not None and self.table.unstamped == len(self.table)
+
     def alike_bodies(self, names) -> dict[str, bytes]:
         """{name: alike body} of the named library functions, from the shim while the library is as it
         came (it reads them in C++ from the graph it handed over): equal for two functions exactly

@@ -34,13 +34,9 @@ INHERENT_PREDICATES = frozenset({
 })
 
 def already_partitioned(ctx: PassContext) -> bool:
-    """Whether the graph holds GeOps or GeOp bodies (an earlier NpuOptimizer run partitioned it).
-
-    Every node a run leaves, in the graph and in the library, carries its stamp (SEEN_ATTR), and
-    whatever copies such a node (Grappler inlining a GeOp's body) copies the stamp: a graph that came
-    with no stamped node holds none, and no NodeDef needs reading."""
-    table = ctx.table
-    if table is not None and table.unstamped == len(table):
+    """Whether the graph holds GeOps or GeOp bodies (an earlier NpuOptimizer run partitioned it; a body
+    Grappler inlined keeps its nodes' marks and stamps)."""
+    if ctx.came_unstamped():
         return False
     return any(GEOP_ATTR in node.attr or IN_GEOP_ATTR in node.attr for node in ctx.view.nodes())
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from npu_sim_bridge.errors import ConfigError
 from npu_sim_bridge.graph.alike import Renaming, alike_key
 from npu_sim_bridge.graph.names import format_input, node_name, parse_input
+from npu_sim_bridge.graph.op_categories import CALLING_OPS
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
 from npu_sim_bridge.passes.precision import boundary, casts, hoist, marks, ports, rounding
@@ -45,7 +46,7 @@ class PrecisionPass(GraphPass):
         functions = {f.signature.name: f for f in view.graph_def.library.function}
         # The shim's alike keys ({} without it): alike bodies are scanned and decided once.
         alike = ctx.alike_bodies(functions) if functions else {}
-        scan = fn.LibraryScan(view.nodes(), functions, alike)
+        scan = fn.LibraryScan(_calls_and_marks(ctx, functions), functions, alike)
         earlier = scan.marks
         if earlier and earlier != {setting}:
             raise ConfigError(
@@ -215,6 +216,16 @@ class _Totals:
             self.round_trips += rewriter.round_trips
             self.exact += rewriter.exact_left_out
             self.retyped += rewriter.retyped
+
+
+def _calls_and_marks(ctx: PassContext, functions) -> Iterable:
+    """The graph's nodes LibraryScan must read: every node, or, in a graph no earlier run wrote (no
+    mark to find), only those calling a function, found from the view's op column."""
+    view = ctx.view
+    if not ctx.came_unstamped():
+        return view.nodes()
+    names = view.graph_order_names()
+    return [view.node(name) for name, op in zip(names, view.ops_of(names)) if op in CALLING_OPS or op in functions]
 
 
 def _report_rows(plans) -> Iterator[tuple]:
