@@ -689,6 +689,20 @@ def test_ops_of_reads_the_ops_op_reads_across_edits_and_compaction():
         view.ops_of(["d"])
 
 
+def test_names_with_op_in_lists_the_live_nodes_of_the_ops_in_graph_order():
+    """What passes read instead of every NodeDef: an op set after the view was built counts, a removed
+    node does not (compacted or not), an added one comes in GraphDef order."""
+    view = GraphView(_graph(CHAIN + 'node { name: "d" op: "Relu" input: "c:0" }'))
+    assert view.names_with_op_in({"AddV2", "Relu"}) == ["b", "c", "d"]
+    view.set_op("a", "Relu")
+    view.add_node(node_def_pb2.NodeDef(name="e", op="Relu", input=["d"]))
+    view.set_input("d", 0, "b")
+    view.remove_node("c")
+    assert view.names_with_op_in({"AddV2", "Relu"}) == ["a", "b", "d", "e"]
+    view.compact()
+    assert view.names_with_op_in(frozenset({"Relu"})) == ["a", "b", "d", "e"] and view.names_with_op_in(()) == []
+
+
 def test_never_had_ops_says_whether_any_node_ever_had_one_of_the_ops():
     """A graph without any node of the ops is told apart (a pass looking for them skips it); a node
     added or given the op later counts, and so does one removed since (the answer stays on the safe side)."""

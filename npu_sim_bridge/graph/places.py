@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import weakref
 from array import array
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Container, Iterable, Iterator
 
 import numpy
 
@@ -118,6 +118,12 @@ class PlaceColumns:
         """The ops of the live nodes `names`, in one list: `op` for each, without a Python call per node
         (the passes that read every node's op read them this way)."""
         return list(map(self._op_names.__getitem__, map(self._op_codes.__getitem__, map(self._at.__getitem__, names))))
+
+    def names_with_op_in(self, ops: "Container[str]") -> list[str]:
+        """The live nodes whose op is in `ops`, in GraphDef order, from the op column: a pass that reads
+        only some ops' NodeDefs finds them without reading every node's."""
+        names = list(self._at)
+        return [name for name, op in zip(names, self.ops_of(names)) if op in ops]
 
     def never_had_ops(self, ops: "Iterable[str]") -> bool:
         """True when no node the view has held (removed ones included) had one of `ops`: a pass that

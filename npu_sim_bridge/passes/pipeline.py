@@ -187,8 +187,7 @@ def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> 
     result.graph_def = view.to_graph_def()
     result.files = ctx.files
     report.nodes_after = len(result.graph_def.node)
-    names = view.graph_order_names()
-    calls = [view.node(name) for name, op in zip(names, view.ops_of(names)) if op in CALL_OPS]
+    calls = [view.node(name) for name in view.names_with_op_in(CALL_OPS)]
     report.counts = graph_counts(report, result.graph_def, calls)
     report.seconds = time.perf_counter() - started
     result.report = report

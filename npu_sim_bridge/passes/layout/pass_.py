@@ -52,9 +52,7 @@ class CpuLayoutPass(GraphPass):
     def run(self, ctx: PassContext) -> PassResult:
         view, report = ctx.view, ctx.report
         laid: list[LaidOut] = []
-        names = view.graph_order_names()  # the ops from the view's column: only candidates' NodeDefs are read
-        candidates = [name for name, op in zip(names, view.ops_of(names)) if op in OPS]
-        for name in [name for name in candidates if source_format(view.node(name)) is not None]:
+        for name in [name for name in view.names_with_op_in(OPS) if source_format(view.node(name)) is not None]:
             node = view.node(name)
             if not on_cpu(node.device) or not resolvable(node):  # a graph's dtypes are always set
                 continue

@@ -224,8 +224,7 @@ def _calls_and_marks(ctx: PassContext, functions) -> Iterable:
     view = ctx.view
     if not ctx.came_unstamped():
         return view.nodes()
-    names = view.graph_order_names()
-    return [view.node(name) for name, op in zip(names, view.ops_of(names)) if op in CALLING_OPS or op in functions]
+    return [view.node(name) for name in view.names_with_op_in(CALLING_OPS | functions.keys())]
 
 
 def _report_rows(plans) -> Iterator[tuple]:
