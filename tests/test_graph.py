@@ -703,6 +703,17 @@ def test_names_with_op_in_lists_the_live_nodes_of_the_ops_in_graph_order():
     assert view.names_with_op_in(frozenset({"Relu"})) == ["a", "b", "d", "e"] and view.names_with_op_in(()) == []
 
 
+def test_names_with_op_in_reads_a_widened_op_column():
+    """Past 65,536 op types the op column widens to four bytes a code: the search reads it as such (the
+    op a node had first, the one it has now, and an op no node has)."""
+    view = GraphView(_graph(CHAIN))
+    for number in range(1 << 16):
+        view.set_op("a", f"Op{number}")
+    assert view._op_codes.itemsize == 4  # the widened column, not a two-byte one
+    assert view.names_with_op_in({"Op65535", "Relu", "NoSuchOp"}) == ["a", "b"]
+    assert view.names_with_op_in({"Op0"}) == []
+
+
 def test_never_had_ops_says_whether_any_node_ever_had_one_of_the_ops():
     """A graph without any node of the ops is told apart (a pass looking for them skips it); a node
     added or given the op later counts, and so does one removed since (the answer stays on the safe side)."""

@@ -212,7 +212,8 @@ def outline(view: GraphView, members: Iterable[str], *, function_name: str, call
             elif ref.port != CONTROL_PORT:
                 body_inputs.append(arg_names[arg_of[ref]])
         body.input.extend(body_inputs)
-        _drop_outside_colocation(body, member_set)
+        if _COLOCATION_ATTR in body.attr:  # few nodes have one: no call for the others
+            _drop_outside_colocation(body, member_set)
         if marks:
             body.MergeFromString(marks)
 

@@ -119,11 +119,18 @@ class PlaceColumns:
         (the passes that read every node's op read them this way)."""
         return list(map(self._op_names.__getitem__, map(self._op_codes.__getitem__, map(self._at.__getitem__, names))))
 
-    def names_with_op_in(self, ops: "Container[str]") -> list[str]:
+    def names_with_op_in(self, ops: "Iterable[str]") -> list[str]:
         """The live nodes whose op is in `ops`, in GraphDef order, from the op column: a pass that reads
-        only some ops' NodeDefs finds them without reading every node's."""
-        names = list(self._at)
-        return [name for name, op in zip(names, self.ops_of(names)) if op in ops]
+        only some ops' NodeDefs finds them without reading every node's. The column is searched in numpy,
+        so the Python work is per node found, not per node."""
+        codes = [self._op_code_of[op] for op in ops if op in self._op_code_of]
+        if not codes:
+            return []
+        column = numpy.frombuffer(self._op_codes, dtype=numpy.uint16 if self._op_codes.itemsize == 2 else numpy.uint32)
+        places = numpy.flatnonzero(numpy.isin(column, codes))
+        if len(self._dead):
+            places = places[~numpy.isin(places, numpy.frombuffer(self._dead, dtype=numpy.int64))]
+        return list(map(self._at.name, places.tolist()))
 
     def never_had_ops(self, ops: "Iterable[str]") -> bool:
         """True when no node the view has held (removed ones included) had one of `ops`: a pass that

@@ -72,14 +72,11 @@ class FusionPass(GraphPass):
         fired, off, refused = Counter(), Counter(), Counter()
         fusions: dict[str, _Fused] = {}  # fused node -> its reason, while the rules run
         op_chains: dict[tuple, tuple] = {}  # the ops of a fusion's nodes -> one tuple the reasons share
-        names = ops = None  # every node and its op, read again only after a rule has rewritten the graph
         for rule in rules:
             state = states[rule.name]
             roots = rule.root_ops
-            if names is None:
-                names = view.graph_order_names()
-                ops = view.ops_of(names)  # two lists, not a (name, op) tuple per node
-            for name in [name for name, op in zip(names, ops) if roots is None or op in roots]:
+            # A rule's roots found from the op column (in numpy), in GraphDef order, as the graph is now.
+            for name in view.graph_order_names() if roots is None else view.names_with_op_in(roots):
                 node = view.get(name)
                 match = rule.match(view, name, node) if node is not None else None
                 if match is None:
@@ -95,7 +92,6 @@ class FusionPass(GraphPass):
                     continue
                 fused = rule.rewrite(view, match, env)
                 fired[rule.name] += 1
-                names = None
                 self._report(ctx, fused, rule, match, fusions, op_chains)
         stats.update(fused=dict(fired), switched_off=dict(off), not_fired=dict(refused))
         return PassResult(changed=bool(fired), stats=stats)

@@ -47,7 +47,8 @@ class Unfused:
 
 def remapped_nodes(view) -> list[str]:
     """Names of the fused nodes Grappler's remapper made (the fusion pass's own carry FUSION_ATTR)."""
-    return [name for name, node in view.named_nodes() if node.op in REMAPPER_OPS and FUSION_ATTR not in node.attr]
+    # Found from the view's op column: only those nodes' NodeDefs are read (not every node's).
+    return [name for name in view.names_with_op_in(REMAPPER_OPS) if FUSION_ATTR not in view.node(name).attr]
 
 
 def unfuse(view, name: str) -> Unfused | str:

@@ -64,7 +64,9 @@ class CpuLayoutPass(GraphPass):
         devices = None  # where each function runs: worked out for the first body that holds such an op
         bodies: dict[str, tuple] = {}
         for function in library:
-            found = [index for index, node in enumerate(function.node_def) if source_format(node) is not None]
+            # The op test first: a call per body node was most of this scan (the bodies hold every GeOp's nodes).
+            found = [index for index, node in enumerate(function.node_def)
+                     if node.op in OPS and source_format(node) is not None]
             if not found:
                 continue
             if devices is None:

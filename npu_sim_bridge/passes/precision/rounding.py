@@ -45,7 +45,7 @@ def uses_kernel(ctx, mode) -> bool:
 
 def _placed_on_gpu(view) -> bool:
     """Whether any node of the graph is placed on a GPU (Grappler hands a Session's graph placed)."""
-    return any(on_gpu(node.device) for node in view.nodes())
+    return any(on_gpu(device) for device in {node.device for node in view.nodes()})  # a call per device, not per node
 
 
 @ops.RegisterGradient(ROUND_OP)
