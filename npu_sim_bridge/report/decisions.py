@@ -23,6 +23,7 @@ from npu_sim_bridge.report.reasons import LazyReason, Reason, as_reason, reason 
 
 _NO_REASONS = ()
 _CODED = ("list", "dtype_before", "dtype_after", "placement", "geop")
+_ALL_CODED = ("op",) + _CODED
 # The vocabulary each coded field takes its codes from: the two dtypes share one (rows compare them).
 _VOCABULARY = {"op": "op", "list": "list", "dtype_before": "dtype", "dtype_after": "dtype",
                "placement": "placement", "geop": "geop"}
@@ -117,16 +118,17 @@ class Decisions(Mapping):
         """Append a row (or fill the row `name` has, anew); returns it. `text`: a str or an InsertedText
         standing for no reason values; `reasons`: one reason."""
         row = self._rows.get(name)
-        if row is None:
+        if row is None:  # a new row (most calls: a pass inserting nodes, a body's records)
             row = self._rows.append(name)
-            code = self._code("op", op)  # first: a new code may widen the columns
-            self._coded["op"].append(code)
-            for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
-                code = self._code(field, value)  # first: a new code may widen the columns
-                self._coded[field].append(code)
+            coded, code_of = self._coded, self._code
+            for field, value in zip(_ALL_CODED, (op, list, dtype_before, dtype_after, placement, geop)):
+                # the code first (a new one may widen the column), and None's code 0 without a call
+                code = 0 if value is None else code_of(field, value)
+                coded[field].append(code)
             self._reasons.append(_NO_REASONS if reasons is None else reasons)
             self._inserted.append(0)
-            self._set_text(row, text)
+            if text is not None:  # a new row has no text to clear
+                self._set_text(row, text)
             return row
         self._coded["op"][row] = self._code("op", op)
         for field, value in zip(_CODED, (list, dtype_before, dtype_after, placement, geop)):
