@@ -175,9 +175,9 @@ def port_attrs(op: str) -> tuple[tuple[str, str], ...]:
 
 
 def _attr_value(attrs, name: str, kind: str):
-    if name not in attrs:
+    value = attrs.get(name)  # one map read (indexing a missing key would add it)
+    if value is None:
         return None
-    value = attrs[name]
     if kind == "type":
         return value.type
     if kind == "i":
