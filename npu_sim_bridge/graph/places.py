@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import weakref
 from array import array
-from typing import Callable, Container, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy
 
