@@ -136,7 +136,6 @@ def rewrite_figures(quick: bool, repeats: int) -> dict:
 
     figures = bench_speed.rewrite_time(argparse.Namespace(quick=quick, repeats=repeats))
     return {"harness": {key: figures[key] for key in ("precision", "pipeline", "floor")},
-            "harness_cpu_best": figures["cpu_best"],
             **{setting: figures[setting] for setting in SETTINGS}}
 
 
@@ -266,10 +265,6 @@ def rewrite_table(figures: dict) -> str:
             median = statistics.median(ratios)
             cells.append(f"{median:>6.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) {verdict(median, TARGETS[which]):>8}")
         lines.append(f"{label:<58} " + " ".join(f"{cell:>31}" for cell in cells))
-    best = figures.get("harness_cpu_best")  # a JSON of an older run has none
-    if best:
-        cells = [f"{best[which]:>6.2f}x {verdict(best[which], TARGETS[which]):>8}" for which in ("precision", "pipeline")]
-        lines.append(f"{'harness, lowest CPU time of the repeats each':<58} " + " ".join(f"{cell:>31}" for cell in cells))
     return "\n".join(lines)
 
 

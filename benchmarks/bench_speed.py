@@ -156,15 +156,13 @@ def rewrite_time(args) -> dict:
     configs = {which: bench_precision.optimize_config(which)
                for which in ("tf_amp", "npu", "npu_all", "npu_none", "fixed")}
     times = {which: [] for which in configs}
-    cpu = {which: [] for which in configs}  # the process's CPU seconds of each call
     entry_times = {which: [] for which in configs}
     for _ in range(args.repeats):
         for which, config in configs.items():
             with EntryCallLog() as log:
-                started, cpu_started = time.perf_counter(), time.process_time()
+                started = time.perf_counter()
                 tf_optimizer.OptimizeGraph(config, meta)
                 times[which].append(time.perf_counter() - started)
-                cpu[which].append(time.process_time() - cpu_started)
             entry_times[which].append(sum(seconds for _, seconds in log.calls))
     nodes = len(meta.graph_def.node)
     ms = {which: statistics.median(values) * 1000 for which, values in times.items()}
@@ -180,13 +178,6 @@ def rewrite_time(args) -> dict:
     figures = {"precision": row("precision pass / auto_mixed_precision_cpu", "npu", 1.0),
                "pipeline": row("whole default pipeline / auto_mixed_precision_cpu", "npu_all", 1.2),
                "floor": row("no pass at all (the floor) / auto_mixed_precision_cpu", "npu_none", None)}
-    # A second estimate the machine's load moves less: each side's lowest CPU time over the repeats (a busy
-    # or slowed core only adds time to a call), as a ratio of the two lowest.
-    best = {which: min(values) for which, values in cpu.items()}
-    figures["cpu_best"] = {"precision": best["npu"] / best["tf_amp"], "pipeline": best["npu_all"] / best["tf_amp"]}
-    print(f"  lowest CPU time of the {args.repeats} repeats: precision pass {best['npu'] * 1000:.0f} ms, whole pipeline "
-          f"{best['npu_all'] * 1000:.0f} ms, auto_mixed_precision_cpu {best['tf_amp'] * 1000:.0f} ms: "
-          f"{figures['cpu_best']['precision']:.2f}x and {figures['cpu_best']['pipeline']:.2f}x")
     # What the ratios are made of: OptimizeGraph's own cost (the MetaGraph to a Grappler item, the graph
     # back), the same for every row, against what each optimizer adds to it.
     own = {which: statistics.median(entry_times[which]) * 1000 for which in ("npu", "npu_all", "npu_none")}
