@@ -49,3 +49,21 @@ def test_a_loss_one_bit_away_and_a_changed_node_fail_and_are_named(check, tmp_pa
     assert "nodes only after by op: NpuSimRoundToFloat16 x1" in out
     assert "NpuSimRoundToFloat16 +1" in out
     assert "2 compared, 2 with a different graph, decisions or losses" in out
+
+
+def test_a_case_whose_input_graph_differs_is_named_not_compared_and_not_counted_as_kept(check, tmp_path, capsys):
+    """A builder that gives each process another graph makes its rewrites incomparable: the case is named and
+    counted apart, neither passed as the same nor failed as a change; cases with equal inputs still compare."""
+    paths = {}
+    for side, model_input in (("before", "x"), ("after", "y")):
+        path = tmp_path / f"{side}.json"
+        _digests(path, 2.0, "float16")
+        digests = json.loads(path.read_text())
+        digests["zoo.keras_cnn/default"]["input"] = model_input
+        digests["zoo.keras_cnn/mix"] = dict(digests["zoo.keras_cnn/default"], input="same", graph=side)
+        path.write_text(json.dumps(digests))
+        paths[side] = str(path)
+    assert check.compare(paths["before"], paths["after"]) == 1  # the mix case's graph differs
+    out = capsys.readouterr().out
+    assert "zoo.keras_cnn/default" in out and "NOT COMPARED" in out
+    assert "2 compared, 1 with a different graph, decisions or losses; 1 not compared" in out
