@@ -318,3 +318,79 @@ def test_the_segment_kernel_reads_links_in_one_piece_as_lists():
         kernel((None, (array("i", [0, 2, 9]), array("i", [1, 1])), bytearray(2)))
     with pytest.raises(TypeError, match="int32"):
         kernel((None, (array("q", [0, 0]), array("i")), bytearray(1)))
+
+
+def _reference_guards(view, units):
+    """The cond guards by their definition (passes/partition/regions.py), every unit worked out."""
+    from npu_sim_bridge.graph.op_categories import MERGE_OPS, SWITCH_OPS
+
+    empty, unit_guard, switch_guard = frozenset(), {}, {}
+
+    def guard(producer, port):
+        if producer in switch_guard:
+            pair = switch_guard[producer]
+            return pair[0] | pair[1] if port < 0 else pair[min(port, 1)]
+        return unit_guard.get(units.of[producer], empty)
+
+    for unit in units.order:
+        nodes = units.nodes[unit]
+        if units.frame[unit]:
+            unit_guard[unit] = empty.union(*(
+                guard(producer, port) for name in nodes for producer, port in map(parse_input, view.input_texts(name))
+                if producer in view and producer not in units.back_edge_sources and units.of[producer] != unit))
+            continue
+        data, control = [], empty
+        for producer, port in map(parse_input, view.input_texts(nodes[0])):
+            if producer in units.of and producer not in units.back_edge_sources:
+                if port < 0:
+                    control |= guard(producer, port)
+                else:
+                    data.append(guard(producer, port))
+        if view.op(nodes[0]) in MERGE_OPS:
+            unit_guard[unit] = (frozenset.intersection(*data) if data else empty) | control
+        else:
+            unit_guard[unit] = control.union(*data)
+            if view.op(nodes[0]) in SWITCH_OPS:
+                switch_guard[nodes[0]] = (unit_guard[unit] | {(nodes[0], 0)}, unit_guard[unit] | {(nodes[0], 1)})
+    return guard
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs())
+def test_cond_guards_and_regions_are_their_definitions(case):
+    """branch_guards looks only at the units a Switch or a guarded tensor reaches; every tensor's guard must
+    still be the definition's, and the cond regions (each node joined with the Switches of its guard, a
+    Merge with those of its data inputs', in unit order) those the guards give."""
+    from npu_sim_bridge.graph import GraphView, topological_order
+    from npu_sim_bridge.graph.control_flow import Frames
+    from npu_sim_bridge.graph.op_categories import MERGE_OPS
+    from npu_sim_bridge.passes.partition import cluster, regions
+
+    graph, _ = _build(case[0])
+    view = GraphView(graph.as_graph_def())
+    order = topological_order(view)
+    units = cluster._Units(view, order, Frames(view, order), set())
+    guards, expected = regions.branch_guards(view, units), _reference_guards(view, units)
+    assert all(guards(name, port) == expected(name, port)
+               for unit in units.order for name in units.nodes[unit] for port in (-1, 0, 1))
+    component = {}
+    for unit in units.order:
+        if units.frame[unit]:
+            continue
+        name = units.nodes[unit][0]
+        if view.op(name) in MERGE_OPS:
+            reads = [parse_input(text) for text in view.input_texts(name)]
+            switches = {switch for producer, port in reads if port >= 0 and producer in units.of
+                        and producer not in units.back_edge_sources for switch, _ in expected(producer, port)}
+        else:
+            switches = {switch for switch, _ in expected(name, -1)}
+        for switch in switches:
+            if switch in units.of and not units.frame[units.of[switch]]:
+                merged = component.get(name, {name}) | component.get(switch, {switch})
+                component.update(dict.fromkeys(merged, merged))
+    rank = {units.nodes[unit][0]: index for index, unit in enumerate(units.order)}
+    groups = {frozenset(members) for members in component.values() if len(members) > 1}
+    want = sorted((sorted(members, key=rank.get) for members in groups), key=lambda members: rank[members[0]])
+    assert regions.cond_regions(view, units, guards) == want
+    has_cond = any(op == "Switch" for _, op, _ in view.records())
+    assert (guards is regions.no_guards) == (not has_cond)

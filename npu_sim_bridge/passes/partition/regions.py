@@ -24,59 +24,96 @@ def no_guards(producer: str, port: int) -> frozenset:
     return _EMPTY
 
 
+class BranchGuards:
+    """(producer, port) -> the v1 cond branches, (Switch, port), the tensor lives in; port -1 for every
+    output of a Switch. Kept for the nodes whose outputs live in a branch only: a node none of whose
+    inputs does lives in none (most of a graph, and every node past the Merge of its cond), and is
+    never looked at. `touched`: a byte per unit, set for the units that were looked at (a Switch, or a
+    unit an input of which lives in a branch), which are the only ones a cond region can hold."""
+
+    __slots__ = ("_guard_of", "_switch_guard", "touched")
+
+    def __init__(self, touched: bytearray):
+        self._guard_of: dict[str, frozenset] = {}
+        self._switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
+        self.touched = touched
+
+    def __call__(self, producer: str, port: int) -> frozenset:
+        pair = self._switch_guard.get(producer)
+        if pair is not None:
+            return pair[0] | pair[1] if port < 0 else pair[min(port, 1)]
+        return self._guard_of.get(producer, _EMPTY)
+
+
 def branch_guards(view: GraphView, units):
     """Per unit, the v1 cond branches (Switch, port) its outputs depend on; port-wise for Switch.
 
-    Returns a function (producer node, port) -> frozenset. A Merge's output depends on what all
-    its data inputs share; a Switch adds itself; a frame unit's outputs carry what enters it.
+    Returns a function (producer node, port) -> frozenset (`no_guards` for a graph without a Switch,
+    else a BranchGuards). A Merge's output depends on what all its data inputs share; a Switch adds
+    itself; a frame unit's outputs carry what enters it. The units are visited in topological order,
+    and only those a Switch or a guarded tensor reaches through one link: the others live in no branch.
     """
     if not units.has_switch:
         return no_guards
     back_edge_sources = units.back_edge_sources
-    unit_guard: dict[int, frozenset] = {}
-    switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
-
-    def tensor_guard(producer: str, port: int) -> frozenset:
-        unit = units.of[producer]
-        if producer in switch_guard:
-            pair = switch_guard[producer]
-            return pair[0] | pair[1] if port < 0 else pair[min(port, 1)]
-        return unit_guard.get(unit, _EMPTY)
+    unit_of, frame, succ = units.of, units.frame, units.succ
+    touched = bytearray(len(units.nodes))
+    for name in view.names_with_op_in(SWITCH_OPS):
+        unit = unit_of.get(name)
+        if unit is not None and not frame[unit]:
+            touched[unit] = 1
+    guards = BranchGuards(touched)
+    guard_of, switch_guard = guards._guard_of, guards._switch_guard
 
     for unit in units.order:
+        if not touched[unit]:
+            continue
         nodes = units.nodes[unit]
-        if units.frame[unit]:
+        if frame[unit]:
             entering = _EMPTY
             for name in nodes:
                 for text in view.input_texts(name):
                     ref = parse_input(text)
                     if (ref.node not in view or ref.node in back_edge_sources
-                            or units.of[ref.node] == unit):
+                            or unit_of[ref.node] == unit):
                         continue
-                    entering = entering | tensor_guard(ref.node, ref.port)
-            unit_guard[unit] = entering
-            continue
-        name, op = nodes[0], view.op(nodes[0])  # the index has both: no NodeDef is read
-        data: list[frozenset] = []
-        control = _EMPTY
-        for text in view.input_texts(name):
-            ref = parse_input(text)
-            if ref.node not in units.of or ref.node in back_edge_sources:
-                continue
-            guard = tensor_guard(ref.node, ref.port)
-            if ref.is_control:
-                control = control | guard
-            else:
-                data.append(guard)
-        if op in MERGE_OPS:
-            merged = frozenset.intersection(*data) if data else _EMPTY
-            unit_guard[unit] = merged | control
+                    entering = entering | guards(ref.node, ref.port)
+            if entering:
+                guard_of.update(dict.fromkeys(nodes, entering))
+                touched[unit] = 2
         else:
-            combined = control.union(*data) if data else control
-            unit_guard[unit] = combined
+            name, op = nodes[0], view.op(nodes[0])  # the index has both: no NodeDef is read
+            if op in MERGE_OPS:  # what all its data inputs share: an input that is no unit does not count
+                data: list[frozenset] = []
+                control = _EMPTY
+                for text in view.input_texts(name):
+                    ref = parse_input(text)
+                    if ref.node not in unit_of or ref.node in back_edge_sources:
+                        continue
+                    if ref.is_control:
+                        control = control | guards(ref.node, ref.port)
+                    else:
+                        data.append(guards(ref.node, ref.port))
+                guard = (frozenset.intersection(*data) if data else _EMPTY) | control
+            else:  # the union of its inputs' (a name that is no unit has none); one set while they agree
+                guard = _EMPTY
+                for text in view.input_texts(name):
+                    ref = parse_input(text)
+                    if ref.node in back_edge_sources:
+                        continue
+                    found = guards(ref.node, ref.port)
+                    if found and not found <= guard:
+                        guard = guard | found if guard else found
             if op in SWITCH_OPS:
-                switch_guard[name] = (combined | {(name, 0)}, combined | {(name, 1)})
-    return tensor_guard
+                switch_guard[name] = (guard | {(name, 0)}, guard | {(name, 1)})
+                touched[unit] = 2
+            elif guard:
+                guard_of[name] = guard
+                touched[unit] = 2
+        if touched[unit] == 2:  # its outputs live in a branch: its successors are looked at
+            for successor in succ[unit]:
+                touched[successor] = touched[successor] or 1
+    return guards
 
 
 def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
@@ -98,28 +135,28 @@ def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
-    for unit in units.order:
-        if units.frame[unit]:
-            continue
+    # A unit branch_guards did not look at lives in no branch and reads no tensor that does: no region.
+    touched, frame, unit_of = tensor_guard.touched, units.frame, units.of
+    looked_at = [unit for unit in units.order if touched[unit] and not frame[unit]]
+    for unit in looked_at:
         name = units.nodes[unit][0]
         if view.op(name) in MERGE_OPS:
             switches = set()
             for text in view.input_texts(name):
                 ref = parse_input(text)
-                if ref.is_control or ref.node not in units.of or ref.node in units.back_edge_sources:
+                if ref.is_control or ref.node not in unit_of or ref.node in units.back_edge_sources:
                     continue
                 switches.update(switch for switch, _ in tensor_guard(ref.node, ref.port))
         else:
             switches = {switch for switch, _ in tensor_guard(name, -1)}
         for switch in switches:
-            if switch in units.of and not units.frame[units.of[switch]]:
+            if switch in unit_of and not frame[unit_of[switch]]:
                 join(name, switch)
     groups: dict[str, list[str]] = {}
-    for unit in units.order:
-        if not units.frame[unit]:
-            name = units.nodes[unit][0]
-            if name in parent:
-                groups.setdefault(find(name), []).append(name)
+    for unit in looked_at:  # every node joined is one of them (a Switch is looked at)
+        name = units.nodes[unit][0]
+        if name in parent:
+            groups.setdefault(find(name), []).append(name)
     return [members for members in groups.values() if len(members) > 1]
 
 
