@@ -30,7 +30,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
-from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2  # noqa: E402
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2  # noqa: E402
 from tensorflow.python.grappler import tf_optimizer  # noqa: E402
 
 import npu_sim_bridge  # noqa: E402,F401  (registers NpuOptimizer)
@@ -62,6 +62,33 @@ def optimize_config(which: str) -> config_pb2.ConfigProto:
     rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
     rewrite.optimizers.append(_TF_OPTIMIZERS[which])
     return config
+
+
+# Grappler's default optimizers that run before auto_mixed_precision_cpu in a Session, in that order
+# (meta_optimizer.cc; the implementation selector and the debug stripper change nothing here).
+_BEFORE_AMP = ("pruning", "function", "common_subgraph_elimination", "constfold", "shape")
+
+
+def handed_over(meta):
+    """`meta` with its graph as a Session's Grappler hands it to auto_mixed_precision_cpu.
+
+    In a Session, TensorFlow's pass runs after the model pruner, the function optimizer (it inlines the
+    calls and lowers control flow v2, If and While, to Switch and Merge), common subgraph elimination,
+    constant folding and the shape optimizer; NpuOptimizer, a custom optimizer, runs after every default
+    one, on a graph smaller still. Keras's batch norm in graph mode is an If per layer with two branch
+    functions, so the graph as built holds a function library and the graph as handed over none. That
+    matters to what the harness measures: Grappler runs the optimizer over every library function
+    after the graph, and a GeOp body that still holds an If is one (passes/partition/call_config.py).
+    """
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.min_graph_nodes = -1
+    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrite.optimizers.extend(_BEFORE_AMP)
+    result = meta_graph_pb2.MetaGraphDef()
+    result.CopyFrom(meta)
+    result.graph_def.CopyFrom(tf_optimizer.OptimizeGraph(config, meta))
+    return result
 
 
 def time_optimize(meta, repeats: int) -> dict[str, float]:

@@ -22,7 +22,13 @@ whole pipeline <= 1.2x of auto_mixed_precision_cpu), and what each optimizer add
 Instructions are not time (an instruction of Python's interpreter and one of TensorFlow's C++ are not
 equally fast), so this stands beside the timed row, not in place of it.
 
+--graph handed-over counts the same calls on the graph as a Session's Grappler hands it to both optimizers
+(bench_precision.handed_over: after the model pruner and the function optimizer, which inline the batch
+norms' If branches). On the graph as built, Grappler also runs each optimizer over every library function
+after the graph, and NpuOptimizer's GeOp body, which still holds the Ifs there, is one of them.
+
     python benchmarks/count_rewrite_instructions.py [--image-size 224] [--configs fixed,tf_amp,npu,npu_all]
+                                                    [--graph as-built|handed-over]
 
 About 25 minutes on 2 cores (each child runs 30-50x slower under callgrind).
 """
@@ -43,6 +49,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 CONFIGS = ("fixed", "tf_amp", "npu", "npu_all")
+GRAPHS = ("as-built", "handed-over")
 TARGETS = {"npu": 1.0, "npu_all": 1.2}
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
@@ -77,6 +84,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--image-size", type=int, default=224, help="Keras ResNet-50's input size (default 224)")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of " + ", ".join(CONFIGS))
+    parser.add_argument("--graph", choices=GRAPHS, default="as-built",
+                        help="the Keras graph as built (default) or as a Session's Grappler hands it over")
     parser.add_argument("--child", nargs=3, metavar=("CONFIG", "CALLS", "META"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -94,6 +103,10 @@ def main(argv=None) -> int:
 
     model = models.resnet50(batch_size=2, image_size=args.image_size)
     meta = model.meta_graph_def()
+    if args.graph == "handed-over":
+        import bench_precision
+
+        meta = bench_precision.handed_over(meta)
     with tempfile.TemporaryDirectory() as directory:
         meta_path = os.path.join(directory, "resnet50.meta.pb")
         with open(meta_path, "wb") as handle:
@@ -103,7 +116,8 @@ def main(argv=None) -> int:
             futures = {run: pool.submit(counted, *run, meta_path) for run in runs}
             refs = {run: future.result() for run, future in futures.items()}
     warm = {which: refs[(which, 2)] - refs[(which, 1)] for which in configs}
-    print(f"Keras ResNet-50 training MetaGraph ({len(meta.graph_def.node)} nodes, {args.image_size}x"
+    print(f"Keras ResNet-50 training MetaGraph, {args.graph} ({len(meta.graph_def.node)} nodes, "
+          f"{len(meta.graph_def.library.function)} library functions, {args.image_size}x"
           f"{args.image_size}), one warm OptimizeGraph call, only the optimizer named, one iteration "
           "(instructions, callgrind)")
     for which in configs:

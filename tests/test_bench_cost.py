@@ -60,3 +60,17 @@ def test_the_allreduce_table_puts_each_bandwidth_beside_its_cpu_bound_ceiling(be
     assert "0.75x" in user_line and "2.50" in user_line and "0.60" in user_line  # 300 of a 400 MB/s ceiling
     assert "0.50x" in other_line and "NOT MET" in other_line
     assert "CPU ceiling" in lines[0] and any("cores" in line for line in lines)
+
+
+def test_the_rewrite_table_gives_the_handed_over_graph_its_own_row_and_reads_an_older_json(bench):
+    ratios = {"precision": [0.9, 1.1, 0.95], "pipeline": [1.15, 1.3, 1.25]}
+    figures = {"harness": {**ratios, "floor": [0.8]}, "handed_over": {"precision": [0.8], "pipeline": [1.1]},
+               "user": ratios, "npu_config_proto": ratios}
+    table = bench.rewrite_table(figures)
+    (handed,) = [line for line in table.splitlines() if "as a Session hands it over" in line]
+    assert "0.80x" in handed and "1.10x" in handed and "NOT MET" not in handed.upper()
+    text = bench.summary({"rewrite": figures})
+    assert text.startswith("targets met: 5 of 8") and "ResNet-50 harness pipeline 1.25" in text
+    older = {key: value for key, value in figures.items() if key != "handed_over"}
+    assert "hands it over" not in bench.rewrite_table(older)
+    assert bench.summary({"rewrite": older}).startswith("targets met: 3 of 6")

@@ -1,0 +1,47 @@
+"""The rewrite harness's two graphs (benchmarks/bench_precision.py handed_over): the Keras graph as built holds
+batch norm's If branches as library functions; as a Session's Grappler hands it to auto_mixed_precision_cpu it
+holds none. What the harness then counts differs: NpuOptimizer's GeOp body is left to its caller only where no
+If is left in it to lower."""
+
+import pytest
+from tensorflow.python.grappler import tf_optimizer
+
+from npu_sim_bridge.passes.partition.call_config import LEFT_TO_CALLER_ATTR
+from npu_sim_bridge.testing import models
+from script_modules import load_script
+
+_IFS = {"If", "StatelessIf"}
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    harness = load_script("benchmarks/bench_precision.py")
+    meta = models.resnet50(batch_size=1, image_size=32).meta_graph_def()
+    return harness, meta, harness.handed_over(meta)
+
+
+def _ops(graph_def):
+    return {node.op for node in graph_def.node}
+
+
+def _geop_bodies(graph_def):
+    return [function for function in graph_def.library.function if function.signature.name.startswith("GeOp")]
+
+
+def test_the_handed_over_graph_has_its_ifs_lowered_and_no_library(graphs):
+    _, meta, handed = graphs
+    assert _ops(meta.graph_def) & _IFS and meta.graph_def.library.function
+    assert not _ops(handed.graph_def) & _IFS and not handed.graph_def.library.function
+    assert {"Switch", "Merge"} <= _ops(handed.graph_def)
+    assert list(handed.collection_def) == list(meta.collection_def)  # the same fetches for the harness
+
+
+def test_the_geop_body_is_left_to_its_caller_only_where_no_if_is_left_to_lower(graphs):
+    harness, meta, handed = graphs
+    config = harness.optimize_config("npu_all")
+    built_bodies = _geop_bodies(tf_optimizer.OptimizeGraph(config, meta))
+    handed_bodies = _geop_bodies(tf_optimizer.OptimizeGraph(config, handed))
+    assert built_bodies and handed_bodies
+    assert all(LEFT_TO_CALLER_ATTR not in body.attr for body in built_bodies)
+    assert any(node.op in _IFS for body in built_bodies for node in body.node_def)
+    assert all(body.attr[LEFT_TO_CALLER_ATTR].b for body in handed_bodies)
