@@ -159,8 +159,8 @@ def rewrite_time(args) -> dict:
     model = models.resnet50(batch_size=2, image_size=64 if args.quick else 224)
     meta = model.meta_graph_def()
     figures = harness_ratios(meta, args.repeats, "the training MetaGraph as built")
-    # What both optimizers rewrite in a Session: the same graph after Grappler's pruning and function
-    # optimizer (calls inlined, If and While lowered), so that no If's branch library is left.
+    # What auto_mixed_precision_cpu rewrites in a Session: the same graph after the optimizers Grappler runs
+    # before it (calls inlined, If and While lowered: no branch library is left).
     figures["handed_over"] = harness_ratios(bench_precision.handed_over(meta), args.repeats,
                                             "the same as a Session's Grappler hands it over")
     pipeline_breakdown(model, args.repeats)

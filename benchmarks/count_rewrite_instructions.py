@@ -22,9 +22,9 @@ whole pipeline <= 1.2x of auto_mixed_precision_cpu), and what each optimizer add
 Instructions are not time (an instruction of Python's interpreter and one of TensorFlow's C++ are not
 equally fast), so this stands beside the timed row, not in place of it.
 
---graph handed-over counts the same calls on the graph as a Session's Grappler hands it to both optimizers
-(bench_precision.handed_over: after the model pruner and the function optimizer, which inline the batch
-norms' If branches). On the graph as built, Grappler also runs each optimizer over every library function
+--graph handed-over counts the same calls on the graph as a Session's Grappler hands it to
+auto_mixed_precision_cpu (bench_precision.handed_over: after the optimizers Grappler runs before it; the
+function optimizer among them inlines the batch norms' If branches). On the graph as built, Grappler also runs each optimizer over every library function
 after the graph, and NpuOptimizer's GeOp body, which still holds the Ifs there, is one of them.
 
     python benchmarks/count_rewrite_instructions.py [--image-size 224] [--configs fixed,tf_amp,npu,npu_all]

@@ -29,14 +29,14 @@ class BranchGuards:
     output of a Switch. Kept for the nodes whose outputs live in a branch only: a node none of whose
     inputs does lives in none (most of a graph, and every node past the Merge of its cond), and is
     never looked at. `touched`: a byte per unit, set for the units that were looked at (a Switch, or a
-    unit an input of which lives in a branch), which are the only ones a cond region can hold."""
+    unit an input of which lives in a branch; 2 where its outputs live in one), which are the only ones
+    a cond region can hold. branch_guards fills the two dicts it is made with."""
 
     __slots__ = ("_guard_of", "_switch_guard", "touched")
 
-    def __init__(self, touched: bytearray):
-        self._guard_of: dict[str, frozenset] = {}
-        self._switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
-        self.touched = touched
+    def __init__(self, guard_of: dict[str, frozenset], switch_guard: dict[str, tuple[frozenset, frozenset]],
+                 touched: bytearray):
+        self._guard_of, self._switch_guard, self.touched = guard_of, switch_guard, touched
 
     def __call__(self, producer: str, port: int) -> frozenset:
         pair = self._switch_guard.get(producer)
@@ -62,8 +62,9 @@ def branch_guards(view: GraphView, units):
         unit = unit_of.get(name)
         if unit is not None and not frame[unit]:
             touched[unit] = 1
-    guards = BranchGuards(touched)
-    guard_of, switch_guard = guards._guard_of, guards._switch_guard
+    guard_of: dict[str, frozenset] = {}
+    switch_guard: dict[str, tuple[frozenset, frozenset]] = {}
+    guards = BranchGuards(guard_of, switch_guard, touched)
 
     for unit in units.order:
         if not touched[unit]:
