@@ -1,7 +1,7 @@
 """The rewrite harness's two graphs (benchmarks/bench_precision.py handed_over): the Keras graph as built holds
 batch norm's If branches as library functions; as a Session's Grappler hands it to auto_mixed_precision_cpu it
-holds none. What the harness then counts differs: NpuOptimizer's GeOp body is left to its caller only where no
-If is left in it to lower."""
+holds none. NpuOptimizer's GeOp body is left to its caller on both: on the graph as built it still holds the Ifs,
+and Grappler leaves the branch functions it calls to the call as well."""
 
 import pytest
 from tensorflow.python.grappler import tf_optimizer
@@ -36,12 +36,16 @@ def test_the_handed_over_graph_has_its_ifs_lowered_and_no_library(graphs):
     assert list(handed.collection_def) == list(meta.collection_def)  # the same fetches for the harness
 
 
-def test_the_geop_body_is_left_to_its_caller_only_where_no_if_is_left_to_lower(graphs):
+def test_the_geop_body_and_what_it_calls_are_left_to_the_call_on_both_graphs(graphs):
     harness, meta, handed = graphs
     config = harness.optimize_config("npu_all")
-    built_bodies = _geop_bodies(tf_optimizer.OptimizeGraph(config, meta))
+    built = tf_optimizer.OptimizeGraph(config, meta)
     handed_bodies = _geop_bodies(tf_optimizer.OptimizeGraph(config, handed))
+    built_bodies = _geop_bodies(built)
     assert built_bodies and handed_bodies
-    assert all(LEFT_TO_CALLER_ATTR not in body.attr for body in built_bodies)
-    assert any(node.op in _IFS for body in built_bodies for node in body.node_def)
-    assert all(body.attr[LEFT_TO_CALLER_ATTR].b for body in handed_bodies)
+    assert all(body.attr[LEFT_TO_CALLER_ATTR].b for body in built_bodies + handed_bodies)
+    ifs = [node for body in built_bodies for node in body.node_def if node.op in _IFS]
+    assert ifs  # the graph as built keeps them in the body, for the call to lower
+    branches = {node.attr[key].func.name for node in ifs for key in ("then_branch", "else_branch")}
+    library = {function.signature.name: function for function in built.library.function}
+    assert branches and all(library[name].attr[LEFT_TO_CALLER_ATTR].b for name in branches)

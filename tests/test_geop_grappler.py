@@ -1,6 +1,5 @@
-"""How Grappler treats a GeOp's body: not at all (plain bodies: the Session's meta optimizer leaves them to
-their call, which runs none), or in the Session's pass (bodies that call functions); either way the body
-gives the plain results."""
+"""How Grappler treats a GeOp's body: not at all (the Session's meta optimizer leaves every body to its call,
+which runs none); the body gives the plain results, also where its call lowers a loop in it."""
 
 import numpy as np
 import tensorflow as tf
@@ -50,25 +49,31 @@ def test_a_body_left_to_its_call_runs_and_gives_the_plain_result(npu_config):
     assert calls  # the sines and the tanh ran in a GeOp
 
 
-def test_the_call_config_leaves_plain_bodies_to_the_call_and_others_to_the_session():
+def test_a_body_with_a_functional_loop_is_left_to_its_call_which_lowers_it_to_the_plain_result():
+    # The loop's While stays in the offline rewrite's GeOp body; the call's instantiation lowers it (the
+    # function runtime's pre-placement passes), with no Grappler pass over the body or the loop's functions.
     graph = tf.Graph()
     with graph.as_default():
         x = v1.placeholder(tf.float32, [4], name="x")
-        _, loop = tf.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, tf.tanh(s)),
+        _, loop = tf.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, tf.tanh(s) + tf.sin(s)),
                                 [tf.constant(0), tf.sin(x)], name="device_loop")
         tf.identity(loop * 2.0, name="y")
     graph_def, _ = npu_sim_bridge.rewrite(graph, {"mix_compile_mode": True, "sim_passes": "placement,partition"},
                                           fetches=["y"])
     calls = _geop_calls(graph_def)
-    assert calls
-    for call in calls:
-        body = _body(graph_def, call)
+    bodies = [_body(graph_def, call) for call in calls]
+    assert any(node.op in ("While", "StatelessWhile") for body in bodies for node in body.node_def)
+    for call, body in zip(calls, bodies):
         config = config_pb2.ConfigProto.FromString(call.attr["config_proto"].s).graph_options.rewrite_options
-        if any(node.op in ("While", "StatelessWhile") for node in body.node_def):
-            # a body that calls functions: the Session's pass optimizes it and what it calls
-            assert LEFT_TO_CALLER_ATTR not in body.attr and config.disable_meta_optimizer
-        else:  # left by the Session's pass to its call, which runs it as the rewrite wrote it
-            assert body.attr[LEFT_TO_CALLER_ATTR].b and config.disable_meta_optimizer
+        assert body.attr[LEFT_TO_CALLER_ATTR].b and config.disable_meta_optimizer
+    rewritten = tf.Graph()
+    with rewritten.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    values = []
+    for run_graph in (graph, rewritten):
+        with v1.Session(graph=run_graph) as sess:
+            values.append(sess.run("y:0", {"x:0": FEED}))
+    np.testing.assert_array_equal(values[1], values[0])
 
 
 def test_a_body_without_calls_is_left_to_its_call_in_the_rewritten_graph():

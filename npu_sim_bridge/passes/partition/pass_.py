@@ -81,6 +81,7 @@ class PartitionPass(GraphPass):
         graph_number = _free_graph_number(view, functions, len(proposal.segments))
         protected = ctx.item.protected_nodes
         kernel_calls = KernelCalls(ctx)
+        call_attrs, body_attrs = geop_attrs()
         kernel_geops = 0
         geops = []
         for sequence, members in enumerate(proposal.segments):
@@ -94,7 +95,6 @@ class PartitionPass(GraphPass):
             body = functions[result.function]
             call = view.node(result.call)
             lowered = needs_lowering(body.node_def, functions)
-            call_attrs, body_attrs = geop_attrs(lowered)
             kernel = kernel_calls.wanted(lowered, call.device)
             for key, value in call_attrs.items():
                 call.attr[key].CopyFrom(value)
