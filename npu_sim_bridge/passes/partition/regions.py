@@ -136,9 +136,15 @@ def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
+    def root_frame_switches(guard) -> list[str]:
+        return sorted({switch for switch, _ in guard if switch in unit_of and not frame[unit_of[switch]]})
+
     # A unit branch_guards did not look at lives in no branch and reads no tensor that does: no region.
     touched, frame, unit_of = tensor_guard.touched, units.frame, units.of
     looked_at = [unit for unit in units.order if touched[unit] and not frame[unit]]
+    # Most nodes of a branch share one guard set. Its Switches are joined at the first node that has it;
+    # every later node joins the first of them only (the same regions, a join per node, not per Switch).
+    joined: dict[frozenset, str | None] = {}
     for unit in looked_at:
         name = units.nodes[unit][0]
         if view.op(name) in MERGE_OPS:
@@ -147,12 +153,19 @@ def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
                 ref = parse_input(text)
                 if ref.is_control or ref.node not in unit_of or ref.node in units.back_edge_sources:
                     continue
-                switches.update(switch for switch, _ in tensor_guard(ref.node, ref.port))
+                switches.update(tensor_guard(ref.node, ref.port))
+            switches = root_frame_switches(switches)
         else:
-            switches = {switch for switch, _ in tensor_guard(name, -1)}
+            guard = tensor_guard(name, -1)
+            if guard in joined:
+                first = joined[guard]
+                if first is not None:
+                    join(name, first)
+                continue
+            switches = root_frame_switches(guard)
+            joined[guard] = switches[0] if switches else None
         for switch in switches:
-            if switch in unit_of and not frame[unit_of[switch]]:
-                join(name, switch)
+            join(name, switch)
     groups: dict[str, list[str]] = {}
     for unit in looked_at:  # every node joined is one of them (a Switch is looked at)
         name = units.nodes[unit][0]
