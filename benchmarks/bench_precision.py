@@ -78,7 +78,8 @@ def handed_over(meta):
     one, on a graph smaller still. Keras's batch norm in graph mode is an If per layer with two branch
     functions, so the graph as built holds a function library and the graph as handed over none. That
     matters to what the harness measures: Grappler runs the optimizer over every library function
-    after the graph, and a GeOp body that still holds an If is one (passes/partition/call_config.py).
+    after the graph, except a GeOp body and the functions it calls, which it leaves to the GeOp's call
+    (passes/partition/call_config.py).
     """
     config = config_pb2.ConfigProto()
     rewrite = config.graph_options.rewrite_options

@@ -20,8 +20,9 @@ hits both alike; printed as the median over repeats and the range):
    hands it to auto_mixed_precision_cpu (bench_precision.handed_over: after the pruner, the function
    optimizer, CSE, constant folding and the shape optimizer; batch norm's Ifs lowered, no library).
    On the graph as built, Grappler also runs each optimizer over every library function after the
-   graph, NpuOptimizer's GeOp body among them, because that body still holds Ifs to lower; in a
-   Session none is left and the body is left to its caller. Then, per configuration (user / npu_config_proto
+   graph; NpuOptimizer's GeOp body still holds the Ifs there and, like every body, is left to its call
+   with the branch functions it calls (passes/partition/call_config.py), so the whole pipeline's call
+   skips work the others' calls do. Then, per configuration (user / npu_config_proto
    as in row 1), NpuOptimizer's own time (its Python entry, every call) inside a Session's whole
    Grappler run (every default optimizer, iteration and function) over auto_mixed_precision_cpu alone.
    With --profile: the step time per op type (TensorFlow step stats of 10 traced steps), plain vs

@@ -24,8 +24,9 @@ equally fast), so this stands beside the timed row, not in place of it.
 
 --graph handed-over counts the same calls on the graph as a Session's Grappler hands it to
 auto_mixed_precision_cpu (bench_precision.handed_over: after the optimizers Grappler runs before it; the
-function optimizer among them inlines the batch norms' If branches). On the graph as built, Grappler also runs each optimizer over every library function
-after the graph, and NpuOptimizer's GeOp body, which still holds the Ifs there, is one of them.
+function optimizer among them inlines the batch norms' If branches). On the graph as built, Grappler also
+runs each optimizer over every library function after the graph, except NpuOptimizer's GeOp body, which
+still holds the Ifs there, and the branch functions it calls: those are left to the GeOp's call.
 
     python benchmarks/count_rewrite_instructions.py [--image-size 224] [--configs fixed,tf_amp,npu,npu_all]
                                                     [--graph as-built|handed-over]
