@@ -86,3 +86,26 @@ def test_a_body_without_calls_is_left_to_its_call_in_the_rewritten_graph():
         rewrite = config_pb2.ConfigProto.FromString(call.attr["config_proto"].s).graph_options.rewrite_options
         assert body.attr[LEFT_TO_CALLER_ATTR].b  # the Session's meta optimizer skips it
         assert rewrite.disable_meta_optimizer  # and its call runs no Grappler over it
+
+
+def test_a_body_with_a_plain_nested_call_is_left_to_its_call_which_inlines_it_to_the_plain_result():
+    @tf.function
+    def inner(s):
+        return tf.tanh(s) * tf.sin(s)
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [4], name="x")
+        tf.identity(inner(tf.sin(x)) * 2.0, name="y")
+    graph_def, _ = npu_sim_bridge.rewrite(graph, {"sim_passes": "placement,partition"}, fetches=["y"])
+    bodies = [_body(graph_def, call) for call in _geop_calls(graph_def)]
+    assert any(node.op in ("PartitionedCall", "StatefulPartitionedCall") for body in bodies for node in body.node_def)
+    assert bodies and all(body.attr[LEFT_TO_CALLER_ATTR].b for body in bodies)
+    rewritten = tf.Graph()
+    with rewritten.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    values = []
+    for run_graph in (graph, rewritten):
+        with v1.Session(graph=run_graph) as sess:
+            values.append(sess.run("y:0", {"x:0": FEED}))
+    np.testing.assert_array_equal(values[1], values[0])
