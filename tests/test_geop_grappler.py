@@ -27,6 +27,18 @@ def _geop_calls(graph_def):
     return [node for node in graph_def.node if GEOP_ATTR in node.attr]
 
 
+def _plain_and_rewritten_values(graph, graph_def):
+    """y for FEED from the plain graph and from its offline rewrite imported into a plain Session."""
+    rewritten = tf.Graph()
+    with rewritten.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    values = []
+    for run_graph in (graph, rewritten):
+        with v1.Session(graph=run_graph) as sess:
+            values.append(sess.run("y:0", {"x:0": FEED}))
+    return values
+
+
 def _body(graph_def, call):
     return next(f for f in graph_def.library.function if f.signature.name == call.attr["f"].func.name)
 
@@ -66,14 +78,7 @@ def test_a_body_with_a_functional_loop_is_left_to_its_call_which_lowers_it_to_th
     for call, body in zip(calls, bodies):
         config = config_pb2.ConfigProto.FromString(call.attr["config_proto"].s).graph_options.rewrite_options
         assert body.attr[LEFT_TO_CALLER_ATTR].b and config.disable_meta_optimizer
-    rewritten = tf.Graph()
-    with rewritten.as_default():
-        tf.graph_util.import_graph_def(graph_def, name="")
-    values = []
-    for run_graph in (graph, rewritten):
-        with v1.Session(graph=run_graph) as sess:
-            values.append(sess.run("y:0", {"x:0": FEED}))
-    np.testing.assert_array_equal(values[1], values[0])
+    np.testing.assert_array_equal(*_plain_and_rewritten_values(graph, graph_def))
 
 
 def test_a_body_without_calls_is_left_to_its_call_in_the_rewritten_graph():
@@ -101,11 +106,4 @@ def test_a_body_with_a_plain_nested_call_is_left_to_its_call_which_inlines_it_to
     bodies = [_body(graph_def, call) for call in _geop_calls(graph_def)]
     assert any(node.op in ("PartitionedCall", "StatefulPartitionedCall") for body in bodies for node in body.node_def)
     assert bodies and all(body.attr[LEFT_TO_CALLER_ATTR].b for body in bodies)
-    rewritten = tf.Graph()
-    with rewritten.as_default():
-        tf.graph_util.import_graph_def(graph_def, name="")
-    values = []
-    for run_graph in (graph, rewritten):
-        with v1.Session(graph=run_graph) as sess:
-            values.append(sess.run("y:0", {"x:0": FEED}))
-    np.testing.assert_array_equal(values[1], values[0])
+    np.testing.assert_array_equal(*_plain_and_rewritten_values(graph, graph_def))
