@@ -136,11 +136,12 @@ def cond_regions(view: GraphView, units, tensor_guard) -> list[list[str]]:
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
-    def root_frame_switches(guard) -> list[str]:
-        return sorted({switch for switch, _ in guard if switch in unit_of and not frame[unit_of[switch]]})
-
     # A unit branch_guards did not look at lives in no branch and reads no tensor that does: no region.
     touched, frame, unit_of = tensor_guard.touched, units.frame, units.of
+
+    def root_frame_switches(guard) -> list[str]:  # a region's root is its least name, whatever the join order
+        return list({switch for switch, _ in guard if switch in unit_of and not frame[unit_of[switch]]})
+
     looked_at = [unit for unit in units.order if touched[unit] and not frame[unit]]
     # Most nodes of a branch share one guard set. Its Switches are joined at the first node that has it;
     # every later node joins the first of them only (the same regions, a join per node, not per Switch).
