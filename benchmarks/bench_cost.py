@@ -1,7 +1,9 @@
 """What a simulated run costs, every figure in one run: the first and steady step of each sweep model, the
-ResNet-50 rewrite and the 2-rank allreduce, on the user's configuration and on npu_config_proto's.
+small models' first loss line, the ResNet-50 rewrite and the 2-rank allreduce, on the user's configuration and
+on npu_config_proto's.
 
-    python benchmarks/bench_cost.py [--models all|A,B] [--rounds 2] [--quick] [--parts models,rewrite,allreduce]
+    python benchmarks/bench_cost.py [--models all|A,B] [--rounds 2] [--quick]
+                                    [--parts models,first-loss,rewrite,allreduce]
                                     [--json OUT]
 
 The two configurations (bench_speed.step_config; simulated: allow_mix_precision, every pass, the default
@@ -23,14 +25,20 @@ float16 rounding), each with the same session options on both sides:
      their bodies, Grappler over a graph with a function library); column rewrite: the seconds NpuOptimizer's
      Python entry took in the simulated first step (the rewrite and its checks);
    - steady step (bench_speed.session_ratios): two Sessions, two warm-up steps each, then interleaved
-     steps; per round the median step of simulated over plain; the median of the rounds (and their
-     range); target <= 1.10x.
-2. ResNet-50 rewrite (bench_speed.py row 2, Keras ResNet50 as users build it, batch 2 at 64x64: the
+     steps, at least 5 a round and as many more as fill STEADY_ROUND_S seconds of plain steps (a model
+     of 1 ms steps runs hundreds); per round the median step of simulated over plain; the median of the
+     rounds (and their range); target <= 1.10x.
+2. First loss line (bench_first_loss.py): the script from its process's start to its first loss, fresh
+   processes, plain and simulated alternating, best of --rounds; on the models whose plain first step
+   took under FIRST_LOSS_BELOW_S in part 1 (all the named ones when part 1 is not run): what the user of
+   a small model waits for, where the first step alone is a few hundredths of a second; target the first
+   step's, simulated <= 1.3x plain.
+3. ResNet-50 rewrite (bench_speed.py row 2, Keras ResNet50 as users build it, batch 2 at 64x64: the
    nodes of the 224x224 graph, a quarter of its constant folding): the precision pass and the whole
    pipeline over auto_mixed_precision_cpu, one Grappler iteration with only that optimizer (the harness:
    no Session configuration enters), and per configuration NpuOptimizer's own time in a Session's whole
    Grappler run; 3 interleaved repeats (quick 2); targets <= 1.0x and <= 1.2x.
-3. Allreduce (sum, float32) of 1, 16 and 64 MiB across 2 ranks on localhost (`npu-sim launch --nproc 2`,
+4. Allreduce (sum, float32) of 1, 16 and 64 MiB across 2 ranks on localhost (`npu-sim launch --nproc 2`,
    hccl_ops.allreduce as bench_multirank.py builds it), a Session of each configuration; beside it the
    floor: TensorFlow's plain send/recv copy of the same bytes between two servers on this machine
    (bench_allreduce_knobs.py), measured right after; target >= 1 GB/s at 64 MiB.
@@ -54,10 +62,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SETTINGS = ("user", "npu_config_proto")
 TARGETS = {"first": 1.3, "steady": 1.10, "precision": 1.0, "pipeline": 1.2}
+# A steady round lasts at least this long on the plain side: at five steps of a millisecond, one
+# scheduler wake-up in a round moved a small model's ratio by 0.1 (lstm_v1: 1.04x in one run, 1.22x in
+# the next); at 0.5 s the range over rounds stays within a few hundredths.
+STEADY_ROUND_S = 0.5
 ALLREDUCE_TARGET_GBPS = 1.0  # at 64 MiB
 MIB = 1 << 20
 MARK = "BENCH_COST "
-PARTS = ("models", "rewrite", "allreduce")
+PARTS = ("models", "first-loss", "rewrite", "allreduce")
+# The first-loss part runs on the models whose plain first step (the models part of the same run) took
+# under this: there the first-step ratio divides hundredths of a second (bench_first_loss.py).
+FIRST_LOSS_BELOW_S = 1.0
 # Sweep models plain TensorFlow cannot run on a CPU: their plain side is NpuOptimizer with sim_passes=none
 # (the sweep's own float32 reference: no pass but the CPU layout that lets the CPU run the graph).
 PLAIN_NEEDS_LAYOUT = {"cnn_channels_first": "plain TensorFlow runs no NCHW max pooling on a CPU"}
@@ -83,7 +98,8 @@ def session_configs(setting: str, layout_plain: bool = False) -> dict:
     return {"plain": plain, "simulated": bench_speed.step_config(setting, "auto"), "geop_floor": floor}
 
 
-def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int = 3, steady_steps: int = 5) -> dict:
+def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int = 3, steady_steps: int = 5,
+              steady_round_s: float = STEADY_ROUND_S) -> dict:
     """The first-step and steady-step figures of one sweep model under each configuration in `settings`."""
     import numpy as np
 
@@ -112,7 +128,7 @@ def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int 
                                                           before_step=calls.calls.clear)[0]
                 if seconds < best[kind]:
                     best[kind], entry[kind] = seconds, sum(call_seconds for _item, call_seconds in calls.calls)
-        ratios = bench_speed.session_ratios(model, configs, steady_rounds, steady_steps)
+        ratios = bench_speed.session_ratios(model, configs, steady_rounds, steady_steps, steady_round_s)
         row[setting] = {
             "first_plain_s": best["plain"], "first_simulated_s": best["simulated"],
             "first": best["simulated"] / best["plain"],
@@ -126,6 +142,7 @@ def model_row(name: str, settings=SETTINGS, rounds: int = 2, steady_rounds: int 
             "steady": statistics.median(ratios["simulated"]),
             "steady_range": [min(ratios["simulated"]), max(ratios["simulated"])],
             "steady_geop_floor": statistics.median(ratios["geop_floor"]),
+            "steady_steps": ratios["steps"][0],
         }
     return row
 
@@ -302,6 +319,10 @@ def summary(result: dict) -> str:
             for key in ("first", "steady"):
                 if setting in row:
                     checks.append((f"{row['model']} {setting} {key}", row[setting][key], TARGETS[key], True))
+    for row in result.get("first_loss", []):
+        for setting in SETTINGS:
+            if setting in row:
+                checks.append((f"{row['model']} {setting} first loss", row[setting]["ratio"], TARGETS["first"], True))
     rewrite = result.get("rewrite", {})
     for key in ("harness", "handed_over", *SETTINGS):
         for which in ("precision", "pipeline"):
@@ -315,6 +336,7 @@ def summary(result: dict) -> str:
     missed = [f"{label} {value:.2f}" for label, value, target, at_most in checks
               if verdict(value, target, at_most) != "met"]
     failed = [row["model"] for row in result.get("models", []) if "error" in row]
+    failed += [f"{row['model']} first loss" for row in result.get("first_loss", []) if "error" in row]
     failed += [part for part in ("rewrite", "allreduce") if "error" in result.get(part, {})]
     text = f"targets met: {len(checks) - len(missed)} of {len(checks)}"
     text += f"; not met: {', '.join(missed)}" if missed else ""
@@ -372,11 +394,13 @@ def main(argv=None) -> int:
     for part in parts:  # in the order given: a run cut short keeps the parts that came first
         if part == "models":
             run_models(args, names, rounds, steady, result)
+        elif part == "first-loss":
+            run_first_loss(first_loss_models(names, result), rounds, result, args.json)
         elif part == "rewrite":
-            print("\n(2) ResNet-50 rewrite (bench_speed.py row 2)", flush=True)
+            print("\n(3) ResNet-50 rewrite (bench_speed.py row 2)", flush=True)
             result["rewrite"] = child(["--part", "rewrite", "--rounds", str(rounds)] + (["--quick"] * args.quick), 1800)
         else:
-            print("\n(3) allreduce across 2 ranks, and the send/recv floor", flush=True)
+            print("\n(4) allreduce across 2 ranks, and the send/recv floor", flush=True)
             try:
                 result["allreduce"] = allreduce_figures(1 if args.quick else 2, 5 if args.quick else 10)
             except SystemExit as err:  # the launchers exit with the failing rank's stderr: a row, not the end
@@ -393,6 +417,8 @@ def print_tables(result: dict, note: str) -> None:
         print(line)
     if "models" in result:
         print(model_table(result["models"]))
+    if "first_loss" in result:
+        print("\n" + first_loss_table(result["first_loss"]))
     if "rewrite" in result:
         print("\n" + rewrite_table(result["rewrite"]))
     if "allreduce" in result:
@@ -422,14 +448,14 @@ def merged(paths: list[str]) -> dict:
             part = json.load(handle)
         result["headers"].append(part.get("header", path))
         result["models"] += part.get("models", [])
-        result.update({key: part[key] for key in ("rewrite", "allreduce") if key in part})
+        result.update({key: part[key] for key in ("first_loss", "rewrite", "allreduce") if key in part})
     return result
 
 
 def run_models(args, names: list[str], rounds: int, steady: tuple, result: dict) -> None:
     print(f"\n(1) first step (fresh Sessions, interleaved, best of {rounds}) and steady step ({steady[0]} rounds of "
-          f"{steady[1]} interleaved steps) of the sweep's models, simulated / plain, each model in a fresh process",
-          flush=True)
+          f"at least {steady[1]} interleaved steps and {STEADY_ROUND_S} s) of the sweep's models, simulated / plain, "
+          "each model in a fresh process", flush=True)
     result["models"] = []
     print(MODEL_HEAD, flush=True)
     for name in names:
@@ -440,6 +466,47 @@ def run_models(args, names: list[str], rounds: int, steady: tuple, result: dict)
         result["models"].append(row)
         print("\n".join(model_lines(row)) + f"   [{time.perf_counter() - started:.0f} s]", flush=True)
         save(args.json, result)  # after each model: a run cut short keeps its rows
+
+
+def first_loss_models(names: list[str], result: dict) -> list[str]:
+    """The named models whose plain first step in this run's models part took under FIRST_LOSS_BELOW_S
+    (on either configuration); all of them when the models part did not run first."""
+    if "models" not in result:
+        return names
+    return [row["model"] for row in result["models"] if row["model"] in names and "error" not in row
+            and min(row[setting]["first_plain_s"] for setting in SETTINGS if setting in row) < FIRST_LOSS_BELOW_S]
+
+
+def run_first_loss(names: list[str], rounds: int, result: dict, json_path: str | None) -> None:
+    import bench_first_loss
+
+    print(f"\n(2) first loss line, from the process's start (bench_first_loss.py; fresh processes, plain and "
+          f"simulated alternating, best of {rounds}), models whose plain first step took under "
+          f"{FIRST_LOSS_BELOW_S:.0f} s\n{bench_first_loss.HEAD}", flush=True)
+    result["first_loss"] = []
+    for name in names:
+        row: dict = {"model": name}
+        for setting in SETTINGS:
+            try:
+                row[setting] = bench_first_loss.measure(name, setting, rounds)
+            except RuntimeError as err:  # a script that fails is a row saying so, not the end of the run
+                row["error"] = str(err)
+                print(f"{name:<20} {setting:<17} FAILED: {err}", flush=True)
+                break
+            print(bench_first_loss.line(name, setting, row[setting]), flush=True)
+        result["first_loss"].append(row)
+        save(json_path, result)
+
+
+def first_loss_table(rows: list[dict]) -> str:
+    import bench_first_loss
+
+    lines = [bench_first_loss.HEAD, "-" * len(bench_first_loss.HEAD)]
+    for row in rows:
+        lines += [bench_first_loss.line(row["model"], setting, row[setting]) for setting in SETTINGS if setting in row]
+        if "error" in row:
+            lines.append(f"{row['model']:<20} FAILED: {row['error']}")
+    return "\n".join(lines)
 
 
 def save(path: str | None, result: dict) -> None:

@@ -346,9 +346,10 @@ def timed_steps(sessions: dict, fetch, feed, steps: int) -> tuple[dict, dict]:
     return wall, cpu
 
 
-def session_ratios(model, configs: dict, rounds: int, steps: int) -> dict[str, list[float]]:
+def session_ratios(model, configs: dict, rounds: int, steps: int, min_round_s: float = 0.0) -> dict[str, list[float]]:
     """Per round, each Session's median step time over the "plain" one's: one Session per {kind: ConfigProto}
-    on the model's graph, fed the same batch, two warm-up steps each, then interleaved."""
+    on the model's graph, fed the same batch, two warm-up steps each, then interleaved (at least `steps`
+    steps a round, more where the plain steps take under `min_round_s` seconds: interleave.py)."""
     fetch = [model.loss, model.train_op]
     feed = model.feed(numpy.random.default_rng(0))
     sessions = {}
@@ -358,7 +359,7 @@ def session_ratios(model, configs: dict, rounds: int, steps: int) -> dict[str, l
         for _ in range(2):  # the rewrite and the first run's allocations
             sess.run(fetch, feed)
         sessions[run] = (sess, fetch, feed)
-    return interleaved_ratios(sessions, rounds, steps)
+    return interleaved_ratios(sessions, rounds, steps, min_round_s=min_round_s)
 
 
 def main() -> None:

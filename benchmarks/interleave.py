@@ -1,19 +1,32 @@
 """Step-time ratios of several Sessions, measured interleaved.
 
 Each Session takes one step in turn, so load on the machine hits them alike; each round's figure is a
-median over its steps."""
+median over its steps. A round can be given a least length in seconds of the base Session's steps: a
+model whose step takes a millisecond then runs hundreds of steps per round instead of five, so that
+its ratio is not decided by a handful of scheduler wake-ups."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
 
-def interleaved_ratios(sessions: dict, rounds: int, steps: int, base: str = "plain") -> dict[str, list[float]]:
+def interleaved_ratios(sessions: dict, rounds: int, steps: int, base: str = "plain",
+                       min_round_s: float = 0.0) -> dict[str, list[float]]:
     """`sessions`: kind -> (Session, fetches, feed dict). Per round: each other kind's median step time
-    over `base`'s, and under "<base>_ms" `base`'s median step in milliseconds. Closes the Sessions."""
+    over `base`'s, and under "<base>_ms" `base`'s median step in milliseconds. Closes the Sessions.
+
+    `steps` per kind and round, or more where `min_round_s` asks for it: as many as `base`'s step, timed
+    once before the rounds, takes to fill that many seconds. The steps used are under "steps"."""
     ratios: dict[str, list[float]] = {kind: [] for kind in sessions if kind != base}
     ratios[f"{base}_ms"] = []
+    if min_round_s > 0:
+        sess, fetch, feed = sessions[base]
+        started = time.perf_counter()
+        sess.run(fetch, feed)
+        steps = max(steps, math.ceil(min_round_s / max(time.perf_counter() - started, 1e-6)))
+    ratios["steps"] = [steps]
     for _ in range(rounds):
         times: dict[str, list[float]] = {kind: [] for kind in sessions}
         for _ in range(steps):

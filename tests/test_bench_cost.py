@@ -14,8 +14,12 @@ def bench():
 
 
 def test_one_small_model_gives_a_first_and_a_steady_ratio_and_the_table_names_both_configurations(bench):
-    row = bench.model_row("user_cond_mlp", settings=("user",), rounds=1, steady_rounds=1, steady_steps=3)
+    row = bench.model_row("user_cond_mlp", settings=("user",), rounds=1, steady_rounds=1, steady_steps=3,
+                          steady_round_s=0.2)
     figures = row["user"]
+    # a step of about a millisecond: the round runs as many steps as fill 0.2 s, not 3
+    assert figures["steady_steps"] > 3
+    assert figures["steady_steps"] * figures["steady_plain_ms"] / 1000 > 0.2 / 3
     for key in ("first", "first_cpu", "steady", "first_plain_s", "first_simulated_s", "steady_plain_ms",
                 "steady_geop_floor", "first_geop_floor", "first_rewrite_s"):
         assert math.isfinite(figures[key]) and figures[key] > 0, (key, figures)
@@ -74,3 +78,42 @@ def test_the_rewrite_table_gives_the_handed_over_graph_its_own_row_and_reads_an_
     older = {key: value for key, value in figures.items() if key != "handed_over"}
     assert "hands it over" not in bench.rewrite_table(older)
     assert bench.summary({"rewrite": older}).startswith("targets met: 3 of 6")
+
+
+def test_the_first_loss_part_takes_the_models_of_a_short_first_step_and_counts_its_ratios(bench):
+    short = {"first_plain_s": 0.05, "first": 1.8}
+    long = {"first_plain_s": 3.0, "first": 1.1}
+    result = {"models": [{"model": "keras_cnn", "user": short, "npu_config_proto": long},
+                         {"model": "ResNet50", "user": long, "npu_config_proto": long},
+                         {"model": "lstm_v1", "error": "it failed"}]}
+    assert bench.first_loss_models(["keras_cnn", "ResNet50", "lstm_v1"], result) == ["keras_cnn"]
+    assert bench.first_loss_models(["keras_cnn", "ResNet50"], {}) == ["keras_cnn", "ResNet50"]  # no models part
+    parts = dict.fromkeys(("imports", "build", "session", "first_step"), 0.5)
+    row = {"model": "keras_cnn"}
+    for setting, simulated in (("user", 2.2), ("npu_config_proto", 2.8)):
+        row[setting] = {"plain": {**parts, "total": 2.0}, "simulated": {**parts, "total": simulated},
+                        "ratio": simulated / 2.0, "added_s": simulated - 2.0}
+    text = bench.summary({"first_loss": [row]})
+    assert text.startswith("targets met: 1 of 2") and "keras_cnn npu_config_proto first loss 1.40" in text
+    (user_line,) = [line for line in bench.first_loss_table([row]).splitlines() if " user " in line]
+    assert "1.10x" in user_line and "+0.20s" in user_line
+
+
+@pytest.fixture(scope="module")
+def first_loss():
+    return load_script("benchmarks/bench_first_loss.py")
+
+
+def test_a_first_loss_process_times_the_whole_script_in_parts_and_a_failing_one_is_named(bench, first_loss):
+    configs = bench.session_configs("user")
+    plain = first_loss.one_process("user_cond_mlp", configs["plain"], "plain")
+    simulated = first_loss.one_process("user_cond_mlp", configs["simulated"], "simulated")
+    for figures in (plain, simulated):
+        assert math.isfinite(figures["loss"])
+        # from the process's start: the interpreter, the imports, the graph, the Session, the first step
+        assert figures["total"] == pytest.approx(sum(figures[part] for part in first_loss.PARTS), abs=1e-6)
+        assert figures["imports"] > figures["first_step"] > 0
+    # the simulated Session rewrote the graph (float16 rounding), so its loss is not the plain one's bits
+    assert simulated["loss"] != plain["loss"]
+    with pytest.raises(RuntimeError, match="the plain script of NoSuchNet failed: KeyError"):
+        first_loss.one_process("NoSuchNet", configs["plain"], "plain")
