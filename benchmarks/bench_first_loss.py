@@ -20,9 +20,11 @@ graph, the Session and its initializer, the first step.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,13 +58,21 @@ def child(model_name: str, config_hex: str) -> None:
                              **{part: marks[i + 1] - marks[i] for i, part in enumerate(PARTS)}}), flush=True)
 
 
-# Where the children keep their compiled modules: one folder for the whole run, outside the source tree.
-_PYCACHE = tempfile.mkdtemp(prefix="bench_first_loss_pycache_")
+_pycache: list[str] = []
+
+
+def pycache_folder() -> str:
+    """Where the children keep their compiled modules: one folder for this process's runs, outside the
+    source tree, removed when it exits."""
+    if not _pycache:
+        _pycache.append(tempfile.mkdtemp(prefix="bench_first_loss_pycache_"))
+        atexit.register(shutil.rmtree, _pycache[0], True)
+    return _pycache[0]
 
 
 def one_process(model_name: str, config, kind: str) -> dict:
     """Run the script once in a fresh process: {"total": seconds from its start to the first loss, parts...}."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPYCACHEPREFIX": _PYCACHE}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPYCACHEPREFIX": pycache_folder()}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     uses_shim = bool(config.graph_options.rewrite_options.custom_optimizers)
     if not uses_shim:
