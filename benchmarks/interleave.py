@@ -17,15 +17,12 @@ def interleaved_ratios(sessions: dict, rounds: int, steps: int, base: str = "pla
     """`sessions`: kind -> (Session, fetches, feed dict). Per round: each other kind's median step time
     over `base`'s, and under "<base>_ms" `base`'s median step in milliseconds. Closes the Sessions.
 
-    `steps` per kind and round, or more where `min_round_s` asks for it: as many as `base`'s step, timed
-    once before the rounds, takes to fill that many seconds. The steps used are under "steps"."""
+    `steps` per kind and round, or more where `min_round_s` asks for it: as many as `base`'s median
+    step, timed before the rounds, takes to fill that many seconds. The steps used are under "steps"."""
     ratios: dict[str, list[float]] = {kind: [] for kind in sessions if kind != base}
     ratios[f"{base}_ms"] = []
     if min_round_s > 0:
-        sess, fetch, feed = sessions[base]
-        started = time.perf_counter()
-        sess.run(fetch, feed)
-        steps = max(steps, math.ceil(min_round_s / max(time.perf_counter() - started, 1e-6)))
+        steps = max(steps, math.ceil(min_round_s / max(_median_step(*sessions[base], min_round_s / 4), 1e-6)))
     ratios["steps"] = [steps]
     for _ in range(rounds):
         times: dict[str, list[float]] = {kind: [] for kind in sessions}
@@ -42,3 +39,13 @@ def interleaved_ratios(sessions: dict, rounds: int, steps: int, base: str = "pla
     for sess, _, _ in sessions.values():
         sess.close()
     return ratios
+
+
+def _median_step(sess, fetch, feed, budget_s: float, most: int = 15) -> float:
+    """The median of up to `most` steps of one Session, fewer once they took `budget_s` seconds in all."""
+    times: list[float] = []
+    while len(times) < most and sum(times) < budget_s:
+        started = time.perf_counter()
+        sess.run(fetch, feed)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
