@@ -1,7 +1,7 @@
 """Step-time ratios of several Sessions, measured interleaved.
 
 Each Session takes one step in turn, so load on the machine hits them alike; each round's figure is a
-median over its steps. A round can be given a least length in seconds of the base Session's steps: a
+median over its steps. A round can be given a minimum length, in seconds of the base Session's steps: a
 model whose step takes a millisecond then runs hundreds of steps per round instead of five, so that
 its ratio is not decided by a handful of scheduler wake-ups."""
 
