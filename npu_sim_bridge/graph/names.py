@@ -68,3 +68,12 @@ def on_gpu(device: str) -> bool:
     tail = device.rpartition("device:")[2] if "device:" in device else device.rpartition("/")[2]
     kind = tail.split(":", 1)[0].upper()
     return kind == "GPU" or kind.endswith("_GPU")
+
+
+def on_cpu(device: str) -> bool:
+    """Whether a NodeDef device string places the node on a CPU (its device part is CPU); an empty
+    string (a graph nobody placed, as an offline rewrite's) does not."""
+    if not device:
+        return False
+    tail = device.rpartition("device:")[2] if "device:" in device else device.rpartition("/")[2]
+    return tail.split(":", 1)[0].upper() == "CPU"

@@ -26,7 +26,7 @@ from __future__ import annotations
 from tensorflow.core.framework import function_pb2, node_def_pb2
 from tensorflow.python.framework import op_def_registry
 
-from npu_sim_bridge.graph.names import node_name, on_gpu
+from npu_sim_bridge.graph.names import node_name, on_cpu, on_gpu
 from npu_sim_bridge.graph.ports import called_by
 from npu_sim_bridge.graph.view import GraphView
 from npu_sim_bridge.passes.base import GraphPass, PassContext, PassResult
@@ -34,14 +34,6 @@ from npu_sim_bridge.passes.layout import boundary, chains
 from npu_sim_bridge.passes.layout.rewrite import SCOPE, LaidOut, first_activation, lay_out, resolvable
 from npu_sim_bridge.passes.layout.ops import OPS, source_format
 from npu_sim_bridge.report.reasons import Reason
-
-
-def on_cpu(device: str) -> bool:
-    """Whether a NodeDef device string places the node on a CPU (its device part is CPU)."""
-    if not device:
-        return False
-    tail = device.rpartition("device:")[2] if "device:" in device else device.rpartition("/")[2]
-    return tail.split(":", 1)[0].upper() == "CPU"
 
 
 class CpuLayoutPass(GraphPass):
