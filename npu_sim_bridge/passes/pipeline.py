@@ -180,7 +180,7 @@ def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> 
             stage(graph_dump.stage_name(graph_pass.name))
     for graph_pass in ran:
         graph_pass.finish(ctx)
-    _lay_out_for_cpu(ctx, stage)
+    _lay_out_for_cpu(ctx, stage, ran)
 
     _place_new_nodes(view, report)
     _stamp_seen(view, bodies=not item.is_function)
@@ -203,19 +203,24 @@ def _stage_keeper(result: PipelineResult, view: GraphView, keep_stage: Callable[
     return stage
 
 
-def _lay_out_for_cpu(ctx: PassContext, stage) -> None:
-    """Run the CPU layout after every selected pass, whatever `sim_passes` says: it is no NPU decision but
-    what lets the channels-first ops they decided run on the CPU (passes/layout). A graph it leaves as
-    it is gets no pass record."""
+def _lay_out_for_cpu(ctx: PassContext, stage, ran: list[GraphPass]) -> None:
+    """Run the CPU's own steps after every selected pass. The CPU layout runs whatever `sim_passes` says:
+    it is no NPU decision but what lets the channels-first ops they decided run on the CPU
+    (passes/layout). After the fusion pass, the fused MatMuls that oneDNN runs cheaper apart, with the
+    same bits, are taken apart (passes/fusion/apart.py). A graph a step leaves as it is gets no pass
+    record from it."""
+    from npu_sim_bridge.passes.fusion import FusedMatMulApartPass, FusionPass
     from npu_sim_bridge.passes.layout import CpuLayoutPass
 
-    started = time.perf_counter()
-    result = _run_checked(CpuLayoutPass(), ctx)
-    if not result.changed:
-        return
-    _record_pass(CpuLayoutPass.name, result, ctx, started)
-    if stage:
-        stage(graph_dump.stage_name(CpuLayoutPass.name))
+    steps = [CpuLayoutPass()] + ([FusedMatMulApartPass()] if any(isinstance(p, FusionPass) for p in ran) else [])
+    for step in steps:
+        started = time.perf_counter()
+        result = _run_checked(step, ctx)
+        if not result.changed:
+            continue
+        _record_pass(step.name, result, ctx, started)
+        if stage:
+            stage(graph_dump.stage_name(step.name))
 
 
 def _run_one(graph_pass: GraphPass, ctx: PassContext) -> None:

@@ -4,13 +4,15 @@ marks.py   the attrs a fused node carries (rules, original nodes) and the op it 
 switch.py  the fusion_switch_file (GraphFusion / UBFusion, ALL and per-rule entries)
 rules.py   the rules: pattern (match), check (why it does not fire), rewrite
 pass_.py   the GraphPass named "fusion"
+apart.py   on a CPU with oneDNN, a fused MatMul of a GeOp body runs as its ops (the same bits, cheaper)
 """
 
+from npu_sim_bridge.passes.fusion.apart import FusedMatMulApartPass
 from npu_sim_bridge.passes.fusion.pass_ import FusionPass
 from npu_sim_bridge.passes.fusion.rules import FusionRule, all_rules
 from npu_sim_bridge.passes.fusion.switch import FusionSwitch, FusionSwitchWarning, load_switch, parse_switch
 
-__all__ = ["FusionPass", "FusionRule", "FusionSwitch", "FusionSwitchWarning", "all_rules", "load_switch",
+__all__ = ["FusedMatMulApartPass", "FusionPass", "FusionRule", "FusionSwitch", "FusionSwitchWarning", "all_rules", "load_switch",
            "parse_switch", "describe_rules"]
 
 
