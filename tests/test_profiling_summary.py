@@ -232,3 +232,21 @@ def test_a_malformed_trace_gives_one_line_naming_the_file(tmp_path, capsys):
     assert not (tmp_path / "m.json").exists()
     status, _, err = profile(capsys, str(tmp_path), "--skip", "-1")
     assert status == 2 and "not a whole number" in err
+
+
+def test_a_merged_step_spans_its_measured_events_not_the_estimated_track():
+    """An estimate longer than the step's rest (a millisecond step on a loaded CPU) must not make the step
+    span reach into the next step's."""
+    from npu_sim_bridge.profiling.merge import merge_traces
+
+    def step_trace(step, start):
+        return {"metadata": {"step": step, "role": {"role": "train"}, "estimate": {"pid": 3}},
+                "traceEvents": [{"ph": "X", "pid": 1, "tid": 1, "ts": start, "dur": 100, "name": "GeOp"},
+                                {"ph": "X", "pid": 3, "tid": 1, "ts": start, "dur": 500, "name": "GeOp (estimated)"}]}
+
+    merged = merge_traces([("run/trace_step_1.json", step_trace(1, 1000)),
+                           ("run/trace_step_2.json", step_trace(2, 1200))])
+    spans = [(e["ts"], e["dur"]) for e in merged["traceEvents"] if e.get("cat") == "step"]
+    assert spans == [(1000, 100), (1200, 100)]
+    # the estimated events themselves stay in the merged trace
+    assert len([e for e in merged["traceEvents"] if e.get("pid") == 3 and e["ph"] == "X"]) == 2

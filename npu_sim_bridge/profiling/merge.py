@@ -3,8 +3,9 @@
 The step traces already share TensorFlow's clock (microseconds since the epoch), so merging keeps each
 event's time and regroups the tracks: a track of one name (a GeOp, "host ops 1", an estimated GeOp) is one
 track across the steps, and a process "Steps" gets one span per step, named with its step number, role and
-run folder, so warm-up, init and evaluation runs stand out. A profiled Session writes its merged trace,
-trace_merged.json, into its run folder when it closes; `npu-sim profile TRACE --merge OUT` merges any set.
+run folder, so warm-up, init and evaluation runs stand out. A step's span is that of its measured events,
+not of the estimated NPU track. A profiled Session writes its merged trace, trace_merged.json, into its
+run folder when it closes; `npu-sim profile TRACE --merge OUT` merges any set.
 """
 
 from __future__ import annotations
@@ -45,9 +46,13 @@ def merge_traces(loaded: list[tuple[str, dict]]) -> dict:
             moved = dict(event, tid=tids[key])
             timed.append(moved)
             out.append(moved)
+        # The step's span is what was measured: the estimated NPU track (profiling/estimated.py) starts with
+        # the measured GeOp but lasts what the estimate says, and may run past the next step's start.
+        estimate_pid = (meta.get("estimate") or {}).get("pid")
+        measured = [e for e in timed if estimate_pid is None or e.get("pid") != estimate_pid] or timed
         if timed:
-            start = min(e["ts"] for e in timed)
-            end = max(e["ts"] + e.get("dur", 0) for e in timed)
+            start = min(e["ts"] for e in measured)
+            end = max(e["ts"] + e.get("dur", 0) for e in measured)
             role = role_of(trace)
             step = meta.get("step")
             out.append({"ph": "X", "pid": STEPS_PID, "tid": 1, "ts": start, "dur": end - start, "cat": "step",
