@@ -3,7 +3,8 @@
 Installed once when npu_sim_bridge loads the shim. For a Session without profiling the wrapper is
 one cached attribute test. For a profiling Session, each selected step runs with FULL_TRACE and
 output_partition_graphs added to the caller's RunOptions (the caller's RunMetadata still gets
-everything), and writes <output>/<time>_<pid>/trace_step_<k>.json. Steps are the Session's runs,
+everything), and writes <output>/<time>_<pid>_<n>/trace_step_<k>.json, n counting the process's profiled
+Sessions, so the folders sort in the order the Sessions were made. Steps are the Session's runs,
 counted from 0, as dump_step counts them. Each trace's metadata names the run's role (profiling/roles.py)
 and, unless sim_estimate is off, the trace gets the estimated NPU track (profiling/estimated.py). When the
 Session closes, its steps are merged into <folder>/trace_merged.json (profiling/merge.py).
@@ -12,6 +13,7 @@ Session closes, its steps are merged into <folder>/trace_merged.json (profiling/
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import threading
@@ -24,6 +26,7 @@ from npu_sim_bridge.graph.attr_names import PROFILER_MARK
 
 _installed = False
 _lock = threading.Lock()
+_sessions = itertools.count(1)  # profiled Sessions of this process, in the order they were made
 
 
 class SessionProfiler:
@@ -34,7 +37,10 @@ class SessionProfiler:
         from npu_sim_bridge.profiling.roles import RoleCache
 
         self.options = options
-        self.folder = os.path.join(options.output, f"{time.strftime('%Y%m%d%H%M%S')}_{os.getpid()}_{id(self):x}")
+        # Two Sessions of one second (an Estimator's training and evaluation) sort by their number, not
+        # by an address.
+        self.folder = os.path.join(options.output,
+                                   f"{time.strftime('%Y%m%d%H%M%S')}_{os.getpid()}_{next(_sessions):04d}")
         self.step = -1
         self.written: list[str] = []
         self.merged: str | None = None
