@@ -133,8 +133,8 @@ def test_a_fused_matmul_stays_fused_where_the_bits_or_the_place_are_not_known_th
     assert graph_def.SerializeToString() == before
 
 
-def _session_losses(steps=3):
-    model = zoo.sweep_builders()["user_cond_mlp"]()
+def _session_losses(name, steps=3):
+    model = zoo.sweep_builders()[name]()
     config = tf.compat.v1.ConfigProto()
     custom = config.graph_options.rewrite_options.custom_optimizers.add()
     custom.name = "NpuOptimizer"
@@ -158,19 +158,21 @@ def _session_losses(steps=3):
     return _bits(losses), kernels, records
 
 
-def test_a_training_step_runs_the_fused_matmuls_apart_and_gives_the_same_losses(monkeypatch):
-    """The sweep's cond MLP, three steps under allow_mix_precision with Grappler's remapper off (as
-    npu_config_proto sets it), with its fused MatMuls apart and kept fused: the same losses, bit for bit."""
+@pytest.mark.parametrize("name", ["user_cond_mlp", "lstm_v1"])
+def test_a_training_step_runs_the_fused_matmuls_apart_and_gives_the_same_losses(monkeypatch, name):
+    """Sweep models (dense layers behind a tf.cond; an LSTM cell in v1 while loops), three steps under
+    allow_mix_precision with Grappler's remapper off (as npu_config_proto sets it), with their fused
+    MatMuls apart and kept fused: the same losses, bit for bit."""
     onednn = apart.onednn_enabled()
-    apart_losses, apart_kernels, apart_records = _session_losses()
+    apart_losses, apart_kernels, apart_records = _session_losses(name)
     monkeypatch.setattr(apart, "onednn_enabled", lambda: False)
-    fused_losses, fused_kernels, fused_records = _session_losses()
+    fused_losses, fused_kernels, fused_records = _session_losses(name)
     np.testing.assert_array_equal(apart_losses, fused_losses)  # bit for bit
     assert not fused_records
     if not onednn:  # TensorFlow without oneDNN: nothing was taken apart in either run
         assert not apart_records
         return
-    assert apart_records and apart_records[0]["fused_matmuls_apart"] >= 2  # the MLP's two dense layers
+    assert apart_records and apart_records[0]["fused_matmuls_apart"] >= 2  # two dense layers / the cell and the head
     assert "_MklNativeFusedMatMul" in fused_kernels and "_MklNativeFusedMatMul" not in apart_kernels
     assert "_MklMatMul" in apart_kernels
 

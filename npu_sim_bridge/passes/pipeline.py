@@ -180,7 +180,7 @@ def _run_pipeline(graph_def, options, item, source_bytes, table, keep_stage) -> 
             stage(graph_dump.stage_name(graph_pass.name))
     for graph_pass in ran:
         graph_pass.finish(ctx)
-    _lay_out_for_cpu(ctx, stage, ran)
+    _run_cpu_steps(ctx, stage, ran)
 
     _place_new_nodes(view, report)
     _stamp_seen(view, bodies=not item.is_function)
@@ -203,7 +203,7 @@ def _stage_keeper(result: PipelineResult, view: GraphView, keep_stage: Callable[
     return stage
 
 
-def _lay_out_for_cpu(ctx: PassContext, stage, ran: list[GraphPass]) -> None:
+def _run_cpu_steps(ctx: PassContext, stage, ran: list[GraphPass]) -> None:
     """Run the CPU's own steps after every selected pass. The CPU layout runs whatever `sim_passes` says:
     it is no NPU decision but what lets the channels-first ops they decided run on the CPU
     (passes/layout). After the fusion pass, the fused MatMuls that oneDNN runs cheaper apart, with the

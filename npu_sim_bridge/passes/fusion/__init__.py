@@ -12,8 +12,8 @@ from npu_sim_bridge.passes.fusion.pass_ import FusionPass
 from npu_sim_bridge.passes.fusion.rules import FusionRule, all_rules
 from npu_sim_bridge.passes.fusion.switch import FusionSwitch, FusionSwitchWarning, load_switch, parse_switch
 
-__all__ = ["FusedMatMulApartPass", "FusionPass", "FusionRule", "FusionSwitch", "FusionSwitchWarning", "all_rules", "load_switch",
-           "parse_switch", "describe_rules"]
+__all__ = ["FusedMatMulApartPass", "FusionPass", "FusionRule", "FusionSwitch", "FusionSwitchWarning", "all_rules",
+           "load_switch", "parse_switch", "describe_rules"]
 
 
 def describe_rules(fusion_switch_file: str | None = None) -> tuple[list[dict], list[str]]:

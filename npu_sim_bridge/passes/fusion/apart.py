@@ -74,11 +74,9 @@ def _folds_to_constant(text: str, producers: dict[str, node_def_pb2.NodeDef], de
     node = producers.get(text.split(":", 1)[0])
     if node is None:  # an input arg of the body: a value of the step
         return False
-    if node.op == "Const":
+    if node.op == "Const" or depth == 0:
         return True
     data = [item for item in node.input if not item.startswith("^")]
-    if depth == 0:
-        return True
     return bool(data) and all(_folds_to_constant(item, producers, depth - 1) for item in data)
 
 
